@@ -463,4 +463,30 @@ mod tests {
         assert_eq!(t.allocate(), None);
         assert!(t.is_allocated(EventId(127)));
     }
+
+    /// A reused id starts without the pending mark its previous owner left, and allocating
+    /// clears only that id's mark: the other ids of the same word keep theirs. Ids of the
+    /// second word are numbered from 64.
+    #[test]
+    fn allocation_clears_only_its_own_stale_pending_mark() {
+        let t = EventTable::<2>::new();
+        for i in 0..3 {
+            assert_eq!(t.allocate(), Some(EventId(i)));
+        }
+        assert!(t.set_pending(EventId(0)));
+        assert!(t.set_pending(EventId(1)));
+        assert!(t.free(EventId(1)));
+        assert_eq!(t.allocate(), Some(EventId(1)), "the lowest free id");
+        assert!(!t.is_pending(EventId(1)), "a reused id is not pending");
+        assert!(t.is_pending(EventId(0)), "another id's mark is kept");
+        for i in 3..64 {
+            assert_eq!(t.allocate(), Some(EventId(i)));
+        }
+        assert_eq!(t.allocate(), Some(EventId(64)), "first id of the second word");
+        assert!(t.set_pending(EventId(64)));
+        assert!(t.free(EventId(64)));
+        assert_eq!(t.allocate(), Some(EventId(64)));
+        assert!(!t.is_pending(EventId(64)));
+        assert!(t.is_pending(EventId(0)));
+    }
 }
