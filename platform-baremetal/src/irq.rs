@@ -477,7 +477,11 @@ mod tests {
         assert_eq!(h.on_interrupt(&events, &|_, _| {}, &|| {}), 0);
         let s = h.counters().snapshot();
         assert_eq!((s.interrupts, s.entries, s.malformed), (1, 0, 1));
-        assert_eq!(rp.read32(0).unwrap(), 64, "the read pointer moves to the entry boundary");
+        assert_eq!(
+            rp.read32(0).unwrap(),
+            64,
+            "the read pointer moves to the entry boundary"
+        );
     }
 
     /// A reused id starts without the pending mark its previous owner left, and allocating
@@ -498,7 +502,11 @@ mod tests {
         for i in 3..64 {
             assert_eq!(t.allocate(), Some(EventId(i)));
         }
-        assert_eq!(t.allocate(), Some(EventId(64)), "first id of the second word");
+        assert_eq!(
+            t.allocate(),
+            Some(EventId(64)),
+            "first id of the second word"
+        );
         assert!(t.set_pending(EventId(64)));
         assert!(t.free(EventId(64)));
         assert_eq!(t.allocate(), Some(EventId(64)));
