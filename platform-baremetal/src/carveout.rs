@@ -622,6 +622,43 @@ mod tests {
         assert_eq!(ranges(&a).as_slice(), &[(0, 0x1000)]);
     }
 
+    /// Freeing the last chunks of a full carve-out: the first becomes a range of its own
+    /// (nothing free after it), the second merges into it from behind (nothing free after
+    /// either), leaving one range of the whole size.
+    #[test]
+    fn frees_at_the_end_merge_backwards() {
+        let a = CarveOutAllocator::new(&[carve(
+            CarveOutKind::SystemMemory,
+            0,
+            0x10_0000,
+            0x3000,
+            None,
+        )])
+        .unwrap();
+        let one = |size| {
+            a.allocate(&req(
+                MemoryKind::System,
+                0,
+                size,
+                0x1000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap()
+        };
+        let (x, y) = (one(0x1000), one(0x2000));
+        assert_eq!(a.free_bytes(0), 0);
+        a.free(x.handle(), x.size_bytes).unwrap();
+        assert_eq!(a.arenas.lock()[0].free.as_slice(), &[(0, 0x1000)]);
+        a.free(y.handle(), y.size_bytes).unwrap();
+        assert_eq!(a.arenas.lock()[0].free.as_slice(), &[(0, 0x3000)]);
+        // and the other order: the last chunk first, at the end of an empty list
+        let (x, y) = (one(0x1000), one(0x2000));
+        a.free(y.handle(), y.size_bytes).unwrap();
+        assert_eq!(a.arenas.lock()[0].free.as_slice(), &[(0x1000, 0x2000)]);
+        a.free(x.handle(), x.size_bytes).unwrap();
+        assert_eq!(a.arenas.lock()[0].free.as_slice(), &[(0, 0x3000)]);
+    }
+
     #[test]
     fn bad_carve_outs_are_rejected() {
         let e =
