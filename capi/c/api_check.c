@@ -125,6 +125,27 @@ int main(int argc, char** argv) {
   /* Timeout: 1 ms at the reported frequency. */
   uint64_t freq;
   OK(hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, &freq));
+  {
+    /* ROCR 7's system attributes (hsa.h 0x203-0x208; ROCR 5.2's headers lack the names). */
+    bool b = true;
+    OK(hsa_system_get_info((hsa_system_info_t)0x203, &b)); /* MWAITX_ENABLED */
+    EXPECT(!b);
+    b = true;
+    OK(hsa_system_get_info((hsa_system_info_t)0x204, &b)); /* DMABUF_SUPPORTED */
+    EXPECT(!b);
+    b = true;
+    OK(hsa_system_get_info((hsa_system_info_t)0x205, &b)); /* VIRTUAL_MEM_API_SUPPORTED */
+    EXPECT(!b);
+    b = true;
+    OK(hsa_system_get_info((hsa_system_info_t)0x206, &b)); /* XNACK_ENABLED: HSA_XNACK unset */
+    EXPECT(!b);
+    uint16_t v[2] = {0xffff, 0xffff};
+    OK(hsa_system_get_info((hsa_system_info_t)0x207, &v[0])); /* EXT_VERSION_MAJOR */
+    OK(hsa_system_get_info((hsa_system_info_t)0x208, &v[1])); /* EXT_VERSION_MINOR */
+    EXPECT(v[0] == 1 && v[1] == 15); /* ROCR 7.2.4's HSA_AMD_INTERFACE_VERSION_* */
+    EXPECT(hsa_system_get_info((hsa_system_info_t)0x209, &v[0]) ==
+           HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  }
   EXPECT(hsa_signal_wait_relaxed(s, HSA_SIGNAL_CONDITION_LT, 0, freq / 1000,
                                  HSA_WAIT_STATE_BLOCKED) == 6);
 

@@ -2,7 +2,8 @@
 //! above both: hsa-linux is the real KFD backend only, and the emulated device is one more
 //! [`KfdDriver`] handed to [`LinuxPlatform::with_xnack`].
 //!
-//! `HSA_RT_DEVICE=kfd|emulated` forces one; otherwise `/dev/kfd` when it exists, else the
+//! `HSA_RT_DEVICE=kfd|emulated` forces one; otherwise `/dev/kfd` when it exists or opens
+//! ([`kfd_opens`]: an interposed one counts), else the
 //! emulated device, announced once (a `log::warn!` record: on stderr under the C library's and the
 //! tools' logger). `HSA_RT_SYSFS=DIR` gives the emulated device a
 //! captured KFD topology instead of its built-in profile, `HSA_RT_PROFILE=NAME` another of its
@@ -146,6 +147,21 @@ pub fn emulated_notice(topology: &Topology) -> String {
     format!("no {KFD_PATH}; using the emulated device ({isa})")
 }
 
+/// Whether `/dev/kfd` is there: present on the filesystem (so that a refused open, e.g. for
+/// a user outside the render group, is reported by [`DevKfd::open`] rather than hidden by the
+/// fallback), or, absent there, openable read-write as libhsakmt's `hsaKmtOpenKFD` opens it:
+/// an `open` through the C library, so that an interposed `/dev/kfd` that exists on no
+/// filesystem (kfd-emu's `LD_PRELOAD` library) counts. The probe's descriptor is closed;
+/// [`DevKfd::open`] opens the device again.
+pub fn kfd_opens() -> bool {
+    Path::new(KFD_PATH).exists()
+        || std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(KFD_PATH)
+            .is_ok()
+}
+
 static ANNOUNCED: AtomicBool = AtomicBool::new(false);
 
 /// Opens the platform the environment asks for (see the module docs). The emulated device is
@@ -166,7 +182,7 @@ pub fn open_with(
 ) -> Result<LinuxPlatform, Error> {
     let forced = device_request(std::env::var_os(DEVICE_ENV).as_deref())?;
     let xnack = xnack_request(std::env::var_os(XNACK_ENV).as_deref())?;
-    let kfd_present = Path::new(KFD_PATH).exists();
+    let kfd_present = kfd_opens();
     match choose_device(forced, kfd_present)? {
         DeviceChoice::Kfd => {
             let topology = Topology::read_default()?;

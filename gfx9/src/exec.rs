@@ -9,11 +9,13 @@
 //! private segment wave offset), work-item ids in v0/v1/v2 (gfx900) or packed in v0
 //! (gfx90a/gfx942: bits 0..9 x, 10..19 y, 20..29 z), EXEC = the wave's live lanes.
 //!
-//! Scratch (private segment): each work-group that runs gets its own backing at
-//! [`SCRATCH_BACKING_BASE`], 64 lanes × the private size per wave, swizzled per dword as
-//! the hardware's scratch is; the launch state points at it as AMDGPUUsage describes
-//! (private segment buffer V#, flat scratch init and the wave's offset on gfx900/gfx90a;
-//! FLAT_SCRATCH itself on gfx942's architected flat scratch). FLAT addresses in the shared
+//! Scratch (private segment) is the queue's, as the CP takes it from `amd_queue_t`
+//! ([`QueueScratch`]): device memory the runtime allocated, one slot of
+//! `COMPUTE_TMPRING_SIZE.WAVESIZE` KiB per live wave, swizzled per dword as the hardware's
+//! scratch is; the launch state points at it as AMDGPUUsage describes (the queue's private
+//! segment buffer V#, flat scratch init and the wave's offset on gfx900/gfx90a; FLAT_SCRATCH
+//! itself on gfx942's architected flat scratch). A dispatch the queue's scratch cannot hold
+//! fails with [`ScratchShort::error`] ([`scratch_request`]). FLAT addresses in the shared
 //! and private apertures reach LDS and the lane's private segment.
 //!
 //! Semantics are those of the Vega/CDNA ISA guides with these documented limits: LDS
@@ -290,9 +292,12 @@ pub struct DispatchState {
     pub dispatch_id: u64,
     /// LDS per work-group, bytes (the descriptor's fixed size plus the packet's dynamic size).
     pub group_segment_size: u32,
-    /// Private memory per work-item, bytes, from the packet (`private_segment_size`); the
-    /// interpreter backs the larger of this and the descriptor's fixed size.
+    /// Private memory per work-item, bytes, from the packet (`private_segment_size`): what
+    /// the queue's scratch must hold per lane ([`scratch_request`]).
     pub private_segment_size: u32,
+    /// The queue's scratch, from its `amd_queue_t` ([`QueueScratch::from_amd_queue`]):
+    /// where private memory is.
+    pub scratch: QueueScratch,
     /// Instructions one wave may execute before the dispatch is aborted (a hang guard).
     pub max_instructions_per_wave: u64,
     /// The CUs the queue may use and the queue's ids: where work-groups run and what
@@ -323,6 +328,13 @@ impl DispatchState {
             dispatch_id: 0,
             group_segment_size: 0,
             private_segment_size: 0,
+            scratch: QueueScratch {
+                resource_descriptor: [0; 4],
+                backing_memory_location: 0,
+                backing_memory_byte_size: 0,
+                compute_tmpring_size: 0,
+                first_slot: 0,
+            },
             max_instructions_per_wave: 10_000_000,
             launch: WaveLaunch::SINGLE_CU,
             gb_addr_config: 0,
@@ -344,27 +356,139 @@ pub const SHARED_APERTURE_BASE: u64 = 0x1_0000_0000_0000;
 /// `src_private_base` reads its high 32 bits.
 pub const PRIVATE_APERTURE_BASE: u64 = 0x2_0000_0000_0000;
 
-/// Device address of the scratch backing memory the interpreter gives each dispatch: the
-/// base of the private segment buffer descriptor, the flat scratch init value and (gfx942)
-/// each wave's FLAT_SCRATCH are in `SCRATCH_BACKING_BASE..+waves * 64 * private bytes`.
-/// Accesses there go to the running work-group's own backing (work-groups on other host
-/// threads have theirs), never to device memory. Above every GPUVM address (amdkfd's gfx9
-/// GPUVM limit is 2^47), below both apertures, and within the 48 bits a buffer resource's
-/// base holds; the window is 2^40 bytes.
-pub const SCRATCH_BACKING_BASE: u64 = 0xF000_0000_0000;
+/// A queue's scratch as the command processor reads it from the queue's `amd_queue_t` when it
+/// launches a dispatch (AMDGPUUsage "Private Segment Buffer", "Flat Scratch"; ROCR's
+/// `AqlQueue::InitScratchSRD` fills these fields): the private segment buffer V# every wave
+/// gets, the backing memory's device address (the flat scratch init value) and the
+/// `COMPUTE_TMPRING_SIZE` that sets the bytes per wave slot and the number of slots. All zero
+/// (the default) is a queue without scratch: a dispatch with a private segment then needs a
+/// scratch request ([`scratch_request`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueScratch {
+    /// `amd_queue_t.scratch_resource_descriptor` (offset 144): the V# the CP loads into a
+    /// wave's private segment buffer SGPRs, verbatim.
+    pub resource_descriptor: [u32; 4],
+    /// `amd_queue_t.scratch_backing_memory_location` (offset 160): device address of the
+    /// scratch backing memory; the flat scratch init value on gfx9 and the base of each
+    /// wave's FLAT_SCRATCH on gfx940+.
+    pub backing_memory_location: u64,
+    /// `amd_queue_t.scratch_backing_memory_byte_size` (offset 168), bytes.
+    pub backing_memory_byte_size: u64,
+    /// `amd_queue_t.compute_tmpring_size` (offset 140): WAVES [11:0] (wave slots) and
+    /// WAVESIZE [24:12] (bytes per slot in 1 KiB units).
+    pub compute_tmpring_size: u32,
+    /// The first wave slot the waves of this call take: the interpreter's host threads run
+    /// work-groups at once, each thread on its own slots (thread `t` takes slots from
+    /// `t * waves per group`), as the SPI gives each live wave its own slot.
+    pub first_slot: u32,
+}
 
-/// Largest private segment per work-item the interpreter backs, bytes: gfx9's per-wave
-/// scratch limit (COMPUTE_TMPRING_SIZE.WAVESIZE, 13 bits of 1 KiB: 8 MiB per wave) over 64
-/// lanes. A work-group of 1024 work-items then takes at most 128 MiB of host memory.
-pub const MAX_PRIVATE_SEGMENT_BYTES: u32 = 128 * 1024;
+impl QueueScratch {
+    /// Reads the scratch fields of the 256-byte `amd_queue_t` image `amd_queue`
+    /// (`hsa_core::abi::AmdQueue`'s offsets: 140, 144, 160, 168).
+    pub fn from_amd_queue(amd_queue: &[u8; 256]) -> QueueScratch {
+        let u32_at = |o: usize| {
+            u32::from_le_bytes([
+                amd_queue[o],
+                amd_queue[o + 1],
+                amd_queue[o + 2],
+                amd_queue[o + 3],
+            ])
+        };
+        let u64_at = |o: usize| u64::from(u32_at(o)) | u64::from(u32_at(o + 4)) << 32;
+        QueueScratch {
+            resource_descriptor: [u32_at(144), u32_at(148), u32_at(152), u32_at(156)],
+            backing_memory_location: u64_at(160),
+            backing_memory_byte_size: u64_at(168),
+            compute_tmpring_size: u32_at(140),
+            first_slot: 0,
+        }
+    }
 
-/// Private bytes per work-item a dispatch gets: the larger of the descriptor's fixed size and
-/// the packet's `private_segment_size` (which covers dynamic stacks), rounded up to a dword.
-fn private_bytes(descriptor: &KernelDescriptor, dispatch: &DispatchState) -> u32 {
-    descriptor
+    /// Wave slots: `COMPUTE_TMPRING_SIZE.WAVES`.
+    pub const fn waves(&self) -> u32 {
+        self.compute_tmpring_size & 0xFFF
+    }
+
+    /// Bytes of scratch per wave slot: `COMPUTE_TMPRING_SIZE.WAVESIZE` × 1 KiB.
+    pub const fn wave_bytes(&self) -> u64 {
+        (self.compute_tmpring_size >> 12 & 0x1FFF) as u64 * 1024
+    }
+}
+
+/// Whether the queue's scratch ([`DispatchState::scratch`]) is too small for the dispatch, as
+/// the CP decides before it launches waves: a private segment (the packet's
+/// `private_segment_size`, or the kernel descriptor's fixed size when larger) needs wave slots
+/// of at least 64 lanes × that size rounded up to 1 KiB (`COMPUTE_TMPRING_SIZE.WAVESIZE`'s
+/// unit) and, for the waves of one work-group from `first_slot`, as many slots. `Some` says
+/// what is short; the CP then stores its scratch-request queue error code into the queue's
+/// inactive signal and waits for the runtime to grow the queue's scratch (ROCR's
+/// `DynamicScratchHandler`, which sizes it from the packet's `private_segment_size`).
+pub fn scratch_request(
+    descriptor: &KernelDescriptor,
+    dispatch: &DispatchState,
+) -> Option<ScratchShort> {
+    let private = descriptor
         .private_segment_fixed_size
-        .max(dispatch.private_segment_size)
-        .next_multiple_of(4)
+        .max(dispatch.private_segment_size);
+    if private == 0 {
+        return None;
+    }
+    let s = &dispatch.scratch;
+    let need = (u64::from(private) * WAVE_SIZE as u64).next_multiple_of(1024);
+    let items: u64 = dispatch
+        .workgroup_size
+        .iter()
+        .map(|&d| u64::from(d))
+        .product();
+    let slots = items.div_ceil(WAVE_SIZE as u64) + u64::from(s.first_slot);
+    if s.wave_bytes() < need || u64::from(s.waves()) < slots {
+        return Some(ScratchShort {
+            wave_bytes_needed: need,
+            slots_needed: slots,
+            wave_bytes: s.wave_bytes(),
+            slots: s.waves(),
+        });
+    }
+    None
+}
+
+/// Whether `error` is [`ScratchShort::error`]'s, possibly with context before it:
+/// [`Status::OutOfResources`] with `scratch request: ` in its message (a command processor
+/// turns it into its scratch request).
+pub fn is_scratch_request(error: &hsa_core::Error) -> bool {
+    error.status() == Status::OutOfResources && error.detail().contains("scratch request: ")
+}
+
+/// What [`scratch_request`] found short.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScratchShort {
+    /// Bytes per wave the dispatch needs.
+    pub wave_bytes_needed: u64,
+    /// Wave slots one work-group needs (from the call's first slot).
+    pub slots_needed: u64,
+    /// Bytes per wave slot the queue has (`COMPUTE_TMPRING_SIZE.WAVESIZE` × 1 KiB).
+    pub wave_bytes: u64,
+    /// Wave slots the queue has (`COMPUTE_TMPRING_SIZE.WAVES`).
+    pub slots: u32,
+}
+
+impl ScratchShort {
+    /// The error a dispatch gets when nobody grows the queue's scratch:
+    /// [`Status::OutOfResources`] (ROCR's status when it cannot give the scratch), naming the
+    /// sizes (the message starts with `scratch request`).
+    pub fn error(&self) -> hsa_core::Error {
+        error!(
+            Status::OutOfResources,
+            "scratch request: the dispatch needs {} bytes of scratch per wave in {} wave \
+             slots; the queue's amd_queue_t gives {} bytes per slot in {} slots \
+             (compute_tmpring_size)",
+            self.wave_bytes_needed,
+            self.slots_needed,
+            self.wave_bytes,
+            self.slots
+        )
+    }
 }
 
 /// What the interpreter executed: counts for speed measurements.
@@ -413,8 +537,9 @@ pub fn workgroup_total(dispatch: &DispatchState) -> u64 {
 ///
 /// # Errors
 /// [`Status::InvalidArgument`]: a zero grid or work-group dimension, a work-group of more
-/// than 1024 work-items, LDS above [`MAX_LDS_BYTES`], a wave32 descriptor, or a private
-/// segment above [`MAX_PRIVATE_SEGMENT_BYTES`] per work-item.
+/// than 1024 work-items, LDS above [`MAX_LDS_BYTES`], a wave32 descriptor;
+/// [`Status::OutOfResources`] ([`ScratchShort::error`]): a private segment the queue's
+/// scratch ([`DispatchState::scratch`]) does not hold ([`scratch_request`]).
 pub fn check_dispatch(descriptor: &KernelDescriptor, dispatch: &DispatchState) -> Result<()> {
     for d in 0..3 {
         if dispatch.grid_size[d] == 0 || dispatch.workgroup_size[d] == 0 {
@@ -447,14 +572,8 @@ pub fn check_dispatch(descriptor: &KernelDescriptor, dispatch: &DispatchState) -
             "kernel descriptor enables wave32; GFX9 runs wave64"
         );
     }
-    if private_bytes(descriptor, dispatch) > MAX_PRIVATE_SEGMENT_BYTES {
-        bail!(
-            Status::InvalidArgument,
-            "private segment: descriptor private_segment_fixed_size {} / packet \
-             private_segment_size {} > {MAX_PRIVATE_SEGMENT_BYTES} bytes per work-item",
-            descriptor.private_segment_fixed_size,
-            dispatch.private_segment_size
-        );
+    if let Some(short) = scratch_request(descriptor, dispatch) {
+        return Err(short.error());
     }
     Ok(())
 }
@@ -575,23 +694,12 @@ pub fn run_workgroups_preemptible(
     let counts = workgroup_counts(dispatch);
     let end = groups.end.min(workgroup_total(dispatch));
     let mut waves = core::mem::take(&mut cache.waves);
-    // Scratch: 64 lanes' private segments per wave, for the most waves a group has.
-    let scratch_per_wave = u64::from(private_bytes(descriptor, dispatch)) * WAVE_SIZE as u64;
-    let wg_items: usize = dispatch
-        .workgroup_size
-        .iter()
-        .map(|&d| d as usize)
-        .product();
-    let mut scratch = core::mem::take(&mut cache.scratch);
-    scratch.clear();
-    scratch.resize(scratch_per_wave as usize * wg_items.div_ceil(WAVE_SIZE), 0);
     let mut ctx = Ctx {
         code,
         target,
         memory,
         lds: &mut lds,
-        scratch: &mut scratch,
-        scratch_per_wave,
+        scratch: dispatch.scratch,
         instructions: 0,
         lane_instructions: 0,
         preempt,
@@ -623,18 +731,12 @@ pub fn run_workgroups_preemptible(
     waves.truncate(DECODE_CACHE_KEPT_WAVES);
     cache.waves = waves;
     cache.lds = lds;
-    if scratch.capacity() <= DECODE_CACHE_KEPT_SCRATCH_BYTES {
-        cache.scratch = scratch;
-    }
     result
 }
 
 /// Waves a [`DecodeCache`] keeps from one call to the next (each 64 KiB of VGPRs, and as many
 /// AGPRs on gfx90a/gfx942): enough for small dispatches to allocate none.
 const DECODE_CACHE_KEPT_WAVES: usize = 4;
-
-/// Most scratch backing, bytes, a [`DecodeCache`] keeps from one call to the next.
-const DECODE_CACHE_KEPT_SCRATCH_BYTES: usize = 1 << 20;
 
 /// Waves of work-group `group` (partial groups at the grid's edge have fewer work-items).
 fn waves_in_group(dispatch: &DispatchState, group: [u32; 3]) -> usize {
@@ -652,10 +754,8 @@ pub(crate) struct Ctx<'a, 'c> {
     target: Gfx9Target,
     memory: &'a dyn DeviceMemory,
     lds: &'a mut [u8],
-    /// The running work-group's scratch backing, at [`SCRATCH_BACKING_BASE`]: one swizzled
-    /// region of `scratch_per_wave` bytes per wave.
-    scratch: &'a mut [u8],
-    scratch_per_wave: u64,
+    /// The queue's scratch: wave `i` of a work-group has slot `first_slot + i`.
+    scratch: QueueScratch,
     instructions: u64,
     lane_instructions: u64,
     /// Set when the device takes the queue away ([`run_workgroups_preemptible`]).
@@ -794,21 +894,15 @@ fn init_wave(
         w.set_sreg64(*s, v);
         *s += 2;
     };
-    let scratch_len = ctx.scratch.len() as u64;
-    let wave_offset = wave_index as u64 * ctx.scratch_per_wave;
+    // The wave's slot in the queue's scratch: the SPI gives each live wave one of
+    // COMPUTE_TMPRING_SIZE.WAVES slots of WAVESIZE KiB; the private segment wave offset is
+    // the slot's byte offset in the backing memory (AMDGPUUsage "Private Segment Buffer").
+    let wave_offset =
+        (u64::from(ctx.scratch.first_slot) + wave_index as u64) * ctx.scratch.wave_bytes();
     if kd.enable_sgpr_private_segment_buffer() {
-        // The private segment buffer V# as ROCR sets it up: the backing's base, stride 0,
-        // swizzled with 4-byte elements over 64 lanes (ADD_TID), NUM_RECORDS its size
-        // (Vega ISA §8.1.8 "Buffer resource"; the wave adds its byte offset to the base).
-        let words = [
-            SCRATCH_BACKING_BASE as u32,
-            (SCRATCH_BACKING_BASE >> 32) as u32 & 0xFFFF | 1 << 31,
-            scratch_len.min(u64::from(u32::MAX)) as u32,
-            // DST_SEL xyzw, NUM_FORMAT float, DATA_FORMAT 32, ELEMENT_SIZE 4 bytes (1),
-            // INDEX_STRIDE 64 (3), ADD_TID_ENABLE.
-            0xFAC | 7 << 12 | 4 << 15 | 1 << 19 | 3 << 21 | 1 << 23,
-        ];
-        for (k, v) in words.into_iter().enumerate() {
+        // The queue's V# (amd_queue_t.scratch_resource_descriptor) as the CP loads it; the
+        // kernel adds the wave offset (its soffset), as on silicon.
+        for (k, v) in ctx.scratch.resource_descriptor.into_iter().enumerate() {
             w.sreg[s + k] = v;
         }
         s += 4;
@@ -826,8 +920,9 @@ fn init_wave(
         put64(w, &mut s, dispatch.dispatch_id);
     }
     if kd.enable_sgpr_flat_scratch_init() {
-        // The queue's scratch base; the kernel adds its wave offset into FLAT_SCRATCH.
-        put64(w, &mut s, SCRATCH_BACKING_BASE);
+        // amd_queue_t.scratch_backing_memory_location (AMDGPUUsage "Flat Scratch", GFX9):
+        // the kernel's prologue adds its wave offset into FLAT_SCRATCH.
+        put64(w, &mut s, ctx.scratch.backing_memory_location);
     }
     if kd.enable_sgpr_private_segment_size() {
         w.sreg[s] = dispatch.private_segment_size;
@@ -871,7 +966,12 @@ fn init_wave(
     if ctx.target.architected_flat_scratch() {
         // gfx940+: the hardware sets FLAT_SCRATCH to the wave's own scratch and there is no
         // wave offset SGPR (AMDGPUUsage "Flat Scratch", architected flat scratch).
-        w.set_sreg64(FLAT_SCRATCH, SCRATCH_BACKING_BASE + wave_offset);
+        w.set_sreg64(
+            FLAT_SCRATCH,
+            ctx.scratch
+                .backing_memory_location
+                .wrapping_add(wave_offset),
+        );
     } else if rsrc2.enable_private_segment() {
         w.sreg[s] = wave_offset as u32; // Private segment wave byte offset.
     }
@@ -1115,8 +1215,12 @@ pub(super) fn scalar(w: &Wave, op: &Operand, wide: bool, f64_op: bool) -> u64 {
         Operand::Special(251) => (w.vcc() == 0) as u64,
         Operand::Special(252) => (w.exec() == 0) as u64,
         Operand::Special(253) => w.scc as u64,
-        // src_shared_base / src_private_base: the apertures' high 32 bits; the limits are
+        // src_shared_base / src_private_base: as a 32-bit operand the apertures' high 32
+        // bits, as a 64-bit one the whole base (LLVM 17+ reads `s_mov_b64 s[n:n+1],
+        // src_private_base` and uses s[n+1] as a flat pointer's high half); the limits are
         // base + 4 GiB - 1 (high 32 bits equal the base's).
+        Operand::Special(235 | 236) if wide => SHARED_APERTURE_BASE,
+        Operand::Special(237 | 238) if wide => PRIVATE_APERTURE_BASE,
         Operand::Special(235 | 236) => SHARED_APERTURE_BASE >> 32,
         Operand::Special(237 | 238) => PRIVATE_APERTURE_BASE >> 32,
         _ => 0,

@@ -11,17 +11,11 @@
 //! operations per lane; the ISA tests run both).
 
 use super::decode::{Encoding, Instruction, Operand};
-use super::exec::{
-    canon32, DeviceMemory, F32_CONST, PRIVATE_APERTURE_BASE, SCRATCH_BACKING_BASE,
-    SHARED_APERTURE_BASE,
-};
+use super::exec::{canon32, DeviceMemory, F32_CONST, PRIVATE_APERTURE_BASE, SHARED_APERTURE_BASE};
 use super::mode::{self, Kind};
 use super::op::{self, Class, Dir, Mem, MemTy, Op, Ty};
 use hsa_core::{error, Result};
 
-/// Bytes of the scratch backing window above [`SCRATCH_BACKING_BASE`] (`exec.rs`'s
-/// `read_global`/`write_global`): accesses there take the general path.
-const SCRATCH_WINDOW: u64 = 1 << 40;
 use super::wave::{Wave, WAVE_SIZE};
 
 /// A 32-bit source of a fast VALU operation.
@@ -1022,19 +1016,13 @@ pub(super) fn run(
             };
             let addr: [u64; WAVE_SIZE] =
                 core::array::from_fn(|l| base[l].wrapping_add(i64::from(offset) as u64));
-            // The interpreter's scratch backing is the general path's.
-            let scratch = |a: u64| {
-                a.checked_sub(SCRATCH_BACKING_BASE)
-                    .is_some_and(|o| o < SCRATCH_WINDOW)
-            };
             // FLAT addresses in the shared or private aperture: LDS or scratch (general path).
             let aperture = |a: u64| {
                 flat && [SHARED_APERTURE_BASE, PRIVATE_APERTURE_BASE]
                     .iter()
                     .any(|&b| a.checked_sub(b).is_some_and(|o| o >> 32 == 0))
             };
-            if (0..WAVE_SIZE).any(|l| exec >> l & 1 != 0 && (scratch(addr[l]) || aperture(addr[l])))
-            {
+            if (0..WAVE_SIZE).any(|l| exec >> l & 1 != 0 && aperture(addr[l])) {
                 return Ok(Done::Slow);
             }
             let n = dwords as usize;

@@ -3,10 +3,12 @@
 
 use std::path::PathBuf;
 
+use hsa_core::abi::queue::AmdQueue;
 use hsa_core::loader::code_object::{AlignedBytes, CodeObject};
 use hsa_core::packet::KernelDispatch;
+use hsa_core::queue::scratch::ScratchLayout;
 use hsa_core::{GpuVa, Result, Status};
-use hsa_gfx9::exec::{run_dispatch, DispatchState, KernelCode};
+use hsa_gfx9::exec::{run_dispatch, DispatchState, KernelCode, QueueScratch};
 use hsa_gfx9::Gfx9Target;
 use object::{Object, ObjectSection};
 
@@ -36,6 +38,22 @@ fn dispatch(
     packet_wg: u16,
     mem: &TestMemory,
 ) -> Result<()> {
+    dispatch_on(name, kernel, kernarg, grid, wg, packet_wg, mem, true)
+}
+
+/// [`dispatch`] on a queue with scratch ([`give_scratch`]) or with its `amd_queue_t` scratch
+/// fields left 0.
+#[allow(clippy::too_many_arguments)]
+fn dispatch_on(
+    name: &str,
+    kernel: &str,
+    kernarg: &[u8],
+    grid: u32,
+    wg: u16,
+    packet_wg: u16,
+    mem: &TestMemory,
+    scratch: bool,
+) -> Result<()> {
     let data = file(name);
     let aligned = AlignedBytes::new(&data);
     let co = CodeObject::parse(aligned.as_bytes()).unwrap();
@@ -60,8 +78,39 @@ fn dispatch(
     mem.add(KERNARG, kernarg.to_vec());
     let mut st = DispatchState::one_dimensional(grid, wg, PACKET, KERNARG);
     st.group_segment_size = k.descriptor.group_segment_fixed_size;
+    st.private_segment_size = k.descriptor.private_segment_fixed_size;
+    if scratch {
+        give_scratch(mem, &mut st);
+    }
     let target = Gfx9Target::from_processor(co.target().processor).unwrap();
     run_dispatch(&code, &k.descriptor, target, &st, mem)
+}
+
+/// Device address of the queue scratch [`give_scratch`] makes.
+const SCRATCH: u64 = 0x5000_0000_0000;
+
+/// Gives the dispatch a queue scratch at [`SCRATCH`] as hsa-core's queue creation lays it out
+/// (`ScratchLayout`: one compute unit with as many scratch slots as a work-group has waves,
+/// the packet's private bytes per lane), read back as the CP reads `amd_queue_t`.
+fn give_scratch(mem: &TestMemory, st: &mut DispatchState) {
+    let waves = (u32::from(st.workgroup_size[0])
+        * u32::from(st.workgroup_size[1])
+        * u32::from(st.workgroup_size[2]))
+    .div_ceil(64);
+    let Some(layout) = ScratchLayout::new(st.private_segment_size, 1, waves).unwrap() else {
+        return;
+    };
+    let mut q = AmdQueue::default();
+    layout.fill(SCRATCH, &mut q);
+    mem.add(SCRATCH, vec![0; layout.size_bytes as usize]);
+    st.scratch = QueueScratch::from_amd_queue(&amd_queue_bytes(&q));
+}
+
+/// The bytes of an `amd_queue_t`.
+fn amd_queue_bytes(q: &AmdQueue) -> [u8; 256] {
+    let mut b = [0u8; 256];
+    b[..].copy_from_slice(zerocopy::IntoBytes::as_bytes(q));
+    b
 }
 
 fn ptrs(p: &[u64]) -> Vec<u8> {
@@ -459,5 +508,33 @@ fn private_array_kernel_uses_scratch() {
             };
             assert_eq!(got[i], want, "{f} private_array[{i}]");
         }
+    }
+}
+
+/// The same kernel on a queue whose `amd_queue_t` scratch fields are 0 (no runtime set its
+/// scratch up): the CP does not launch it but makes its scratch request — the interpreter's
+/// `OUT_OF_RESOURCES` naming the bytes per wave it needs and the 0 the queue has — and no
+/// lane writes anything.
+#[test]
+fn private_array_kernel_without_queue_scratch_is_a_scratch_request() {
+    for f in [
+        "isa/private-gfx900-v5.hsaco",
+        "isa/private-gfx90a-v5.hsaco",
+        "isa/private-gfx942-v5.hsaco",
+    ] {
+        let mem = TestMemory::new();
+        mem.add(BUF[0], vec![0; 4096]);
+        mem.add(BUF[1], vec![0xEE; 256 * 4]);
+        let mut ka = ptrs(&BUF[..2]);
+        ka.extend_from_slice(&256u32.to_le_bytes());
+        ka.extend_from_slice(&[0; 4]);
+        let e = dispatch_on(f, "private_array", &ka, 256, 128, 128, &mem, false).unwrap_err();
+        assert_eq!(e.status(), Status::OutOfResources, "{f}: {e:?}");
+        assert!(hsa_gfx9::exec::is_scratch_request(&e), "{f}: {e:?}");
+        assert!(
+            e.detail().contains("gives 0 bytes per slot in 0 slots"),
+            "{f}: {e:?}"
+        );
+        assert!(mem.get(BUF[1], 1024).iter().all(|&b| b == 0xEE), "{f}");
     }
 }

@@ -53,10 +53,7 @@ const HIP7_MISSING_HSA: [&str; 21] = [
 /// vector add (`kfd-emu --trace`), as `request (detail) -> errno`; docs/rocm7-status.md says
 /// why each happens. A refusal that appears, or one that goes, fails
 /// `rocr7_trace_refuses_only_the_known_requests` until that list and the doc are updated.
-const ROCR7_REFUSED: [&str; 2] = [
-    "AMDKFD_IOC_SVM -> ENOTTY",
-    "DRM_IOCTL_AMDGPU_INFO (query 3) -> EINVAL",
-];
+const ROCR7_REFUSED: [&str; 0] = [];
 
 /// Where the chroot is; `None` (said) when it or root is missing.
 fn chroot() -> Option<PathBuf> {
@@ -297,8 +294,8 @@ fn hip_check7(root: &Path) -> &'static str {
 /// hip_check's sections that run on ROCR 7.2.4 under kfd-emu. `streams` records events:
 /// HIP 7.2.4 puts a barrier-value packet with a null dependency signal on the queue at
 /// `hipEventRecord`, which the emulated CP refused before; `memcpy` copies past 4 MiB, which
-/// ROCR 7 sends to gfx90a's SDMA engine as one COPY LINEAR with a 30-bit count. The sections
-/// that do not run yet are in `hip7_sections_that_fail_on_rocr7`.
+/// ROCR 7 sends to gfx90a's SDMA engine as one COPY LINEAR with a 30-bit count. `images` is
+/// in `hip7_images_on_rocr7_under_kfd_emu`.
 #[test]
 fn hip7_sections_on_rocr7_under_kfd_emu() {
     let Some(root) = chroot() else { return };
@@ -329,10 +326,11 @@ fn hip7_sections_on_rocr7_under_kfd_emu() {
     }
 }
 
+/// hip_check's `images` section: ROCR 7.2.4 creates tiled images (T# `SW_MODE` 22), which the
+/// emulated image unit addresses as gfx9's swizzled layouts; HIP copies the host data into the
+/// array from pageable memory through SVM (the GPU reads the host range it was granted).
 #[test]
-#[ignore = "images: ROCR 7.2.4 creates tiled images (T# SW_MODE 22), the emulated image unit \
-            reads linear ones only (docs/rocm7-status.md)"]
-fn hip7_sections_that_fail_on_rocr7() {
+fn hip7_images_on_rocr7_under_kfd_emu() {
     let Some(root) = chroot() else { return };
     let exe = hip_check7(&root);
     let out = kfd_emu7(&root, &[], &[exe, "images"]);
@@ -473,8 +471,10 @@ fn hip7_imports_nothing_missing_from_ours() {
 }
 
 #[test]
-#[ignore = "HIP 7.2.4 does not load on hsa-rt's library (BIND_NOW, 21 hsa_* imports missing), \
-            and past that needs agent/system attributes hsa-rt refuses: issue 36"]
+#[ignore = "HIP 7.2.4 does not load on hsa-rt's library (BIND_NOW, 21 hsa_* imports missing); \
+            past that (issue 36's stubbed run) it needs agent attribute 0xA016 \
+            (TIMESTAMP_FREQUENCY, not yet answered), copy-engine status and \
+            hsa_amd_memory_pool_allocate with HSA_AMD_MEMORY_POOL_EXECUTABLE_FLAG"]
 fn hip7_vector_add_on_ours() {
     let Some(root) = chroot() else { return };
     let exe = vector_add7(&root);
@@ -496,9 +496,12 @@ fn hip7_vector_add_on_ours() {
     );
 }
 
+/// rocminfo 7.2.4 on hsa-rt's library under kfd-emu runs to its end, on kfd-emu's device
+/// (hsa-rt's library opens the interposed `/dev/kfd` rather than falling back to its own
+/// emulated device), with ROCR 7's system and agent attributes answered from the topology
+/// (the AMD interface version of 7.2.4's headers; node 2's `fw_version` 92 and
+/// `sdma_fw_version` 9 as libhsakmt keeps them; no HSAMMUPresent).
 #[test]
-#[ignore = "rocminfo 7.2.4 on hsa-rt's library stops at a system attribute ROCR 7 added \
-            (HSA_STATUS_ERROR_INVALID_ARGUMENT at rocminfo.cc:299): issue 36"]
 fn rocminfo7_on_ours_under_kfd_emu() {
     let Some(root) = chroot() else { return };
     let out = run_in(
@@ -517,4 +520,18 @@ fn rocminfo7_on_ours_under_kfd_emu() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.trim_end().ends_with("*** Done ***"), "{stdout}");
+    assert!(
+        !stderr.contains("using the emulated device"),
+        "ran on hsa-rt's own emulated device, not kfd-emu's: {stderr}"
+    );
+    for line in [
+        "Runtime Ext Version:     1.15",
+        "Mwaitx:                  DISABLED",
+        "XNACK enabled:           NO",
+        "Packet Processor uCode:: 92",
+        "SDMA engine uCode::      9",
+        "IOMMU Support::          None",
+    ] {
+        assert!(stdout.contains(line), "no {line:?} in\n{stdout}");
+    }
 }

@@ -283,3 +283,36 @@ fn kernarg_pool_buffers_need_allow_access_on_debian_rocr() {
     );
     assert!(stderr.contains("CanAccess: 0"), "{stderr}");
 }
+
+/// `tests/c/scratch.c` on Debian's ROCR under kfd-emu: the 64 KiB private array and the
+/// recursive call of `testdata/codeobjects/scratch.c` on a queue ROCR creates without scratch
+/// (COMPUTE_TMPRING_SIZE 0): the emulated CP's scratch request (code 1 in the inactive
+/// signal) makes ROCR's DynamicScratchHandler allocate scratch, fill the queue's
+/// `amd_queue_t` and resume the queue; the CP then runs the waves on that scratch, and every
+/// work-item's value is the host's. The queue's TMPRING_SIZE then holds ROCR's wave size:
+/// 4097 KiB (65540 bytes per lane) for `big_private`.
+#[test]
+fn c_scratch_kernels_on_debian_rocr_grow_the_queues_scratch() {
+    let Some(exe) = build_c("scratch", &["tests/c/scratch.c"], &[]) else {
+        return;
+    };
+    let object = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/codeobjects/scratch/scratch-gfx90a-v5.hsaco");
+    let Some(out) = kfd_emu(&exe, &[object.to_str().unwrap()]) else {
+        return;
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}\n{stdout}\n{stderr}", out.status);
+    print!("{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "scratch: tmpring at creation 0x0", "{stdout}");
+    assert!(
+        lines[1].starts_with("scratch: big_private.kd verified 128, tmpring 0x1001"),
+        "{stdout}"
+    );
+    assert!(
+        lines[2].starts_with("scratch: recursive.kd verified 128, tmpring 0x"),
+        "{stdout}"
+    );
+}

@@ -454,6 +454,211 @@ mod tests {
         assert_eq!(e.status(), Status::OutOfResources);
     }
 
+    /// The out-of-resources text names the kind and node asked for; a free gives back the
+    /// block the allocation gave (same GPU and CPU addresses); `any_system_node` is the system
+    /// carve-out's node, or none.
+    #[test]
+    fn errors_name_the_request_and_free_returns_the_block() {
+        let a = CarveOutAllocator::new(&[
+            carve(CarveOutKind::PrivateVram, 1, 0x8000_0000, 0x4_0000, None),
+            carve(
+                CarveOutKind::SystemMemory,
+                3,
+                0x10_0000,
+                0x4_0000,
+                Some(0x7000_0000),
+            ),
+        ])
+        .unwrap();
+        assert_eq!(a.any_system_node(), Some(NodeId(3)));
+        let big = |kind, node| req(kind, node, 0x8_0000, 0x1000, MemoryFlags::empty());
+        let e = a.allocate(&big(MemoryKind::System, 3)).unwrap_err();
+        assert_eq!(
+            e.detail().to_string(),
+            "no System carve-out of node 3 has 0x80000 free bytes aligned to 0x1000"
+        );
+        let e = a.allocate(&big(MemoryKind::DeviceLocal, 1)).unwrap_err();
+        assert_eq!(
+            e.detail().to_string(),
+            "no DeviceLocal carve-out of node 1 has 0x80000 free bytes aligned to 0x1000"
+        );
+        let _ = a
+            .allocate(&req(
+                MemoryKind::System,
+                3,
+                0x1000,
+                0x1000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap();
+        let b = a
+            .allocate(&req(
+                MemoryKind::System,
+                3,
+                0x2000,
+                0x1000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap();
+        assert_eq!((b.gpu_va, b.virt), (GpuVa(0x10_1000), Some(0x7000_1000)));
+        assert_eq!(a.free(b.handle(), b.size_bytes).unwrap(), b);
+        let vram_only = CarveOutAllocator::new(&[carve(
+            CarveOutKind::PrivateVram,
+            1,
+            0x8000_0000,
+            0x4_0000,
+            None,
+        )])
+        .unwrap();
+        assert_eq!(vram_only.any_system_node(), None);
+    }
+
+    /// With the free-range list full (64 ranges), an allocation that would split a range in
+    /// two is refused rather than losing the second piece, while one that shrinks a range in
+    /// place (no padding, or nothing left after it) still succeeds, and no zero-length range
+    /// is ever recorded.
+    #[test]
+    fn a_full_free_list_refuses_only_splits() {
+        // Base at an odd page: each 1-page block aligned to 8 KiB leaves a 1-page pad, so 63
+        // blocks make 63 pads plus the tail: 64 ranges. The tail starts at offset 126 pages
+        // (an odd page) and is 130 pages long.
+        let fragmented = || {
+            let a = CarveOutAllocator::new(&[carve(
+                CarveOutKind::SystemMemory,
+                0,
+                0x10_1000,
+                0x10_0000,
+                None,
+            )])
+            .unwrap();
+            for _ in 0..63 {
+                a.allocate(&req(
+                    MemoryKind::System,
+                    0,
+                    0x1000,
+                    0x2000,
+                    MemoryFlags::empty(),
+                ))
+                .unwrap();
+            }
+            assert_eq!(a.arenas.lock()[0].free.len(), MAX_RANGES);
+            assert_eq!(a.free_bytes(0), 0x10_0000 - 63 * 0x1000);
+            a
+        };
+        let ranges = |a: &CarveOutAllocator| a.arenas.lock()[0].free.clone();
+        let tail_off = 126 * 0x1000;
+        let tail_len = 130 * 0x1000;
+
+        // Pad 1 page and a tail after: needs a new range, none left.
+        let a = fragmented();
+        let e = a
+            .allocate(&req(
+                MemoryKind::System,
+                0,
+                0x2000,
+                0x2000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap_err();
+        assert_eq!(e.status(), Status::OutOfResources);
+        assert_eq!(a.free_bytes(0), 0x10_0000 - 63 * 0x1000);
+
+        // No pad, a tail after: the tail range shrinks in place.
+        let a = fragmented();
+        let b = a
+            .allocate(&req(
+                MemoryKind::System,
+                0,
+                0x2000,
+                0x1000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap();
+        assert_eq!(b.offset, tail_off);
+        assert_eq!(a.free_bytes(0), 0x10_0000 - 65 * 0x1000);
+        assert_eq!(
+            ranges(&a).last(),
+            Some(&(tail_off + 0x2000, tail_len - 0x2000))
+        );
+
+        // A pad and nothing after: the pad stays, the list keeps its 64 ranges.
+        let a = fragmented();
+        let b = a
+            .allocate(&req(
+                MemoryKind::System,
+                0,
+                tail_len - 0x1000,
+                0x2000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap();
+        assert_eq!(b.offset, tail_off + 0x1000);
+        let r = ranges(&a);
+        assert_eq!((r.len(), r.last()), (MAX_RANGES, Some(&(tail_off, 0x1000))));
+        assert!(
+            r.iter().all(|&(_, len)| len > 0),
+            "no zero-length range: {r:?}"
+        );
+
+        // The same with room in the list: still one range, the pad, and nothing empty.
+        let a = CarveOutAllocator::new(&[carve(
+            CarveOutKind::SystemMemory,
+            0,
+            0x10_1000,
+            0x3000,
+            None,
+        )])
+        .unwrap();
+        let b = a
+            .allocate(&req(
+                MemoryKind::System,
+                0,
+                0x2000,
+                0x2000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap();
+        assert_eq!(b.offset, 0x1000);
+        assert_eq!(ranges(&a).as_slice(), &[(0, 0x1000)]);
+    }
+
+    /// Freeing the last chunks of a full carve-out: the first becomes a range of its own
+    /// (nothing free after it), the second merges into it from behind (nothing free after
+    /// either), leaving one range of the whole size.
+    #[test]
+    fn frees_at_the_end_merge_backwards() {
+        let a = CarveOutAllocator::new(&[carve(
+            CarveOutKind::SystemMemory,
+            0,
+            0x10_0000,
+            0x3000,
+            None,
+        )])
+        .unwrap();
+        let one = |size| {
+            a.allocate(&req(
+                MemoryKind::System,
+                0,
+                size,
+                0x1000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap()
+        };
+        let (x, y) = (one(0x1000), one(0x2000));
+        assert_eq!(a.free_bytes(0), 0);
+        a.free(x.handle(), x.size_bytes).unwrap();
+        assert_eq!(a.arenas.lock()[0].free.as_slice(), &[(0, 0x1000)]);
+        a.free(y.handle(), y.size_bytes).unwrap();
+        assert_eq!(a.arenas.lock()[0].free.as_slice(), &[(0, 0x3000)]);
+        // and the other order: the last chunk first, at the end of an empty list
+        let (x, y) = (one(0x1000), one(0x2000));
+        a.free(y.handle(), y.size_bytes).unwrap();
+        assert_eq!(a.arenas.lock()[0].free.as_slice(), &[(0x1000, 0x2000)]);
+        a.free(x.handle(), x.size_bytes).unwrap();
+        assert_eq!(a.arenas.lock()[0].free.as_slice(), &[(0, 0x3000)]);
+    }
+
     #[test]
     fn bad_carve_outs_are_rejected() {
         let e =

@@ -307,11 +307,13 @@ impl IhRing {
             f(Err(IhError::MisalignedWptr(raw)));
             self.rptr = wptr & !(IH_ENTRY_BYTES - 1);
         }
-        // At most one ring's worth: bounded even if the pointers are garbage.
+        // Bounded without a counter: the read pointer starts at 0 and every value it takes
+        // is a multiple of 32 below the ring size, as is `wptr` here, so stepping by 32
+        // modulo the size reaches `wptr` within size / 32 - 1 entries, whatever the
+        // register said. (A separate budget was dead code: cargo-mutants changed its
+        // arithmetic and nothing could tell.)
         let wptr = wptr & !(IH_ENTRY_BYTES - 1);
-        let mut budget = self.size_bytes() / IH_ENTRY_BYTES;
-        while self.rptr != wptr && budget > 0 {
-            budget -= 1;
+        while self.rptr != wptr {
             stats.entries += 1;
             let r = self
                 .ring
@@ -389,6 +391,41 @@ mod tests {
                 assert_eq!(MmioError::from_values(m.to_values()), m);
             }
         }
+    }
+
+    /// The texts a host's log shows for each error (the fields in the format the docs give).
+    #[test]
+    fn errors_display_what_is_wrong() {
+        let t = |e: IhError| std::format!("{e}");
+        assert_eq!(
+            t(IhError::ReservedBits {
+                dword: 3,
+                value: 0x8000_0000
+            }),
+            "IH entry dword 3 = 0x80000000 has reserved bits set"
+        );
+        assert_eq!(
+            t(IhError::MisalignedWptr(0x8000_0004)),
+            "IH write pointer 0x80000004 is not a multiple of 32"
+        );
+        let m = MmioError::Misaligned {
+            offset: 0x1002,
+            width: 4,
+        };
+        assert_eq!(t(IhError::Mmio(m)), std::format!("IH ring access: {m}"));
+        assert!(t(IhError::Mmio(m)).len() > "IH ring access: ".len());
+    }
+
+    /// The ring's size is the region's: 128 bytes here (4 entries), 64 KiB as amdgpu sizes
+    /// the IH ring of a soc15 GPU.
+    #[test]
+    fn size_bytes_is_the_rings_size() {
+        let (r, _ring) = crate::mmio::test_region(16);
+        let (w, _wptr) = crate::mmio::test_region(1);
+        let (rp, _rptr) = crate::mmio::test_region(1);
+        assert_eq!(IhRing::new(r, w, rp, 0).unwrap().size_bytes(), 128);
+        let (r, _ring) = crate::mmio::test_region(8192);
+        assert_eq!(IhRing::new(r, w, rp, 0).unwrap().size_bytes(), 65536);
     }
 
     #[test]

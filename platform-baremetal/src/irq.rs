@@ -463,4 +463,54 @@ mod tests {
         assert_eq!(t.allocate(), None);
         assert!(t.is_allocated(EventId(127)));
     }
+
+    /// A malformed write pointer counts as one malformed record, added to the malformed
+    /// entries (none here: the reader skips to the pointer), and signals nothing.
+    #[test]
+    fn a_misaligned_write_pointer_is_counted_as_malformed() {
+        let (r, _ring) = crate::mmio::test_region(16); // 4 entries
+        let (w, _wptr) = crate::mmio::test_region(1);
+        let (rp, _rptr) = crate::mmio::test_region(1);
+        let h = InterruptHandler::new(crate::ih::IhRing::new(r, w, rp, 0).unwrap());
+        let events = EventTable::<1>::new();
+        w.write32(0, 68).unwrap(); // 2 entries and 4 bytes
+        assert_eq!(h.on_interrupt(&events, &|_, _| {}, &|| {}), 0);
+        let s = h.counters().snapshot();
+        assert_eq!((s.interrupts, s.entries, s.malformed), (1, 0, 1));
+        assert_eq!(
+            rp.read32(0).unwrap(),
+            64,
+            "the read pointer moves to the entry boundary"
+        );
+    }
+
+    /// A reused id starts without the pending mark its previous owner left, and allocating
+    /// clears only that id's mark: the other ids of the same word keep theirs. Ids of the
+    /// second word are numbered from 64.
+    #[test]
+    fn allocation_clears_only_its_own_stale_pending_mark() {
+        let t = EventTable::<2>::new();
+        for i in 0..3 {
+            assert_eq!(t.allocate(), Some(EventId(i)));
+        }
+        assert!(t.set_pending(EventId(0)));
+        assert!(t.set_pending(EventId(1)));
+        assert!(t.free(EventId(1)));
+        assert_eq!(t.allocate(), Some(EventId(1)), "the lowest free id");
+        assert!(!t.is_pending(EventId(1)), "a reused id is not pending");
+        assert!(t.is_pending(EventId(0)), "another id's mark is kept");
+        for i in 3..64 {
+            assert_eq!(t.allocate(), Some(EventId(i)));
+        }
+        assert_eq!(
+            t.allocate(),
+            Some(EventId(64)),
+            "first id of the second word"
+        );
+        assert!(t.set_pending(EventId(64)));
+        assert!(t.free(EventId(64)));
+        assert_eq!(t.allocate(), Some(EventId(64)));
+        assert!(!t.is_pending(EventId(64)));
+        assert!(t.is_pending(EventId(0)));
+    }
 }

@@ -135,6 +135,8 @@ fn table() -> Vec<Entry> {
             handle = "handle", device_ids_array_ptr = "device_ids_array_ptr", n_devices = "n_devices", n_success = "n_success",
         }
         SetXnackModeArgs = "kfd_ioctl_set_xnack_mode_args" { xnack_enabled = "xnack_enabled" }
+        SvmAttribute = "kfd_ioctl_svm_attribute" { type_ = "type", value = "value" }
+        SvmArgs = "kfd_ioctl_svm_args" { start_addr = "start_addr", size = "size", op = "op", nattr = "nattr" }
         GetTileConfigArgs = "kfd_ioctl_get_tile_config_args" {
             tile_config_ptr = "tile_config_ptr", macro_tile_config_ptr = "macro_tile_config_ptr",
             num_tile_configs = "num_tile_configs", num_macro_tile_configs = "num_macro_tile_configs",
@@ -156,7 +158,13 @@ fn table() -> Vec<Entry> {
         AMDKFD_IOC_SET_TRAP_HANDLER, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW,
         AMDKFD_IOC_ACQUIRE_VM, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, AMDKFD_IOC_FREE_MEMORY_OF_GPU,
         AMDKFD_IOC_MAP_MEMORY_TO_GPU, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, AMDKFD_IOC_SET_CU_MASK,
-        AMDKFD_IOC_SET_XNACK_MODE, AMDKFD_IOC_AVAILABLE_MEMORY,
+        AMDKFD_IOC_SET_XNACK_MODE, AMDKFD_IOC_AVAILABLE_MEMORY, AMDKFD_IOC_SVM,
+        KFD_IOCTL_SVM_OP_SET_ATTR, KFD_IOCTL_SVM_OP_GET_ATTR, KFD_IOCTL_SVM_LOCATION_SYSMEM,
+        KFD_IOCTL_SVM_LOCATION_UNDEFINED, KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, KFD_IOCTL_SVM_ATTR_PREFETCH_LOC,
+        KFD_IOCTL_SVM_ATTR_ACCESS, KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, KFD_IOCTL_SVM_ATTR_NO_ACCESS,
+        KFD_IOCTL_SVM_ATTR_SET_FLAGS, KFD_IOCTL_SVM_ATTR_CLR_FLAGS, KFD_IOCTL_SVM_ATTR_GRANULARITY,
+        KFD_IOCTL_SVM_FLAG_HOST_ACCESS, KFD_IOCTL_SVM_FLAG_COHERENT, KFD_IOCTL_SVM_FLAG_GPU_EXEC,
+        KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED,
         AMDKFD_IOC_RUNTIME_ENABLE if "AMDKFD_IOC_RUNTIME_ENABLE",
         KFD_IOC_QUEUE_TYPE_COMPUTE, KFD_IOC_QUEUE_TYPE_SDMA, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
         KFD_IOC_QUEUE_TYPE_SDMA_XGMI, KFD_MAX_QUEUE_PERCENTAGE, KFD_MAX_QUEUE_PRIORITY, KFD_MIN_QUEUE_RING_SIZE,

@@ -579,6 +579,27 @@ pub fn kfd_ioctl(data: &[u8]) {
                 let off = (usize::from(hi) * 64).min(slen - raw.len());
                 write_scratch(sbase + off as u64, &raw);
             }
+            28 => {
+                // AMDKFD_IOC_SVM as libhsakmt sends it: the head, `lo % 8` attributes from
+                // the input (their values made the GPU's gpu_id when asked), their size in
+                // the request; `hi` picks the head's page-aligned range or the input's.
+                let n = usize::from(lo % 8);
+                let mut arg = take(&mut rest, 24 + 8 * n);
+                if hi & 1 != 0 {
+                    let start = u64::from(hi) << 12;
+                    arg[..8].copy_from_slice(&start.to_le_bytes());
+                    arg[8..16].copy_from_slice(&(u64::from(lo) << 12).to_le_bytes());
+                }
+                if fix_gpu {
+                    for i in 0..n {
+                        let o = 24 + 8 * i + 4;
+                        arg[o..o + 4].copy_from_slice(&BUILTIN_GPU_ID.to_le_bytes());
+                    }
+                }
+                let req = AMDKFD_IOC_SVM + ((8 * n as u32) << 16);
+                // SAFETY: SVM carries no pointer: the attributes are in the argument itself.
+                let _ = unsafe { dev.ioctl(req, &mut arg) };
+            }
             _ => {
                 // A raw request number. Numbers that carry user pointers (or that may block)
                 // keep the harness's rules by being sent as their typed request above.

@@ -187,6 +187,29 @@ pub unsafe extern "C" fn hsa_agent_get_info(
                 HSA_AMD_AGENT_INFO_COOPERATIVE_COMPUTE_UNIT_COUNT => {
                     put::<u32>(value, a.compute_unit_count())
                 }
+                HSA_AMD_AGENT_INFO_UCODE_VERSION => put::<u32>(value, a.ucode_version()),
+                HSA_AMD_AGENT_INFO_SDMA_UCODE_VERSION => put::<u32>(value, a.sdma_ucode_version()),
+                HSA_AMD_AGENT_INFO_NUM_SDMA_ENG => put::<u32>(value, a.sdma_engines()),
+                HSA_AMD_AGENT_INFO_NUM_SDMA_XGMI_ENG => put::<u32>(value, a.sdma_xgmi_engines()),
+                HSA_AMD_AGENT_INFO_IOMMU_SUPPORT => put::<u32>(
+                    value,
+                    if a.iommu_v2() {
+                        HSA_IOMMU_SUPPORT_V2
+                    } else {
+                        HSA_IOMMU_SUPPORT_NONE
+                    },
+                ),
+                HSA_AMD_AGENT_INFO_NUM_XCC => put::<u32>(value, a.xcc_count()),
+                HSA_AMD_AGENT_INFO_DRIVER_UID => put::<u32>(value, a.driver_uid()),
+                HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES => {
+                    put::<[u8; 8]>(value, a.memory_properties())
+                }
+                // ROCR 7.2.4 answers all clear ("not yet implemented" there).
+                HSA_AMD_AGENT_INFO_AQL_EXTENSIONS => put::<[u8; 8]>(value, [0; 8]),
+                HSA_AMD_AGENT_INFO_SCRATCH_LIMIT_MAX => put::<u64>(value, a.scratch_limit_max()),
+                // The async scratch reclaim threshold: 0, ROCR's value where async reclaim is
+                // off (this library never reclaims scratch asynchronously).
+                HSA_AMD_AGENT_INFO_SCRATCH_LIMIT_CURRENT => put::<u64>(value, 0),
                 other => {
                     if super::image_agent_info(a, other, value).is_none() {
                         return Err(bad_attribute("agent", other));

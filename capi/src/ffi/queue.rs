@@ -73,8 +73,11 @@ fn trampoline(error: &Error, _queue: QueueId, key: usize) {
 /// `hsa_queue_create`: an AQL queue of `size` packets on a GPU agent. `callback` is called
 /// with the error status when the packet processor stops the queue; when it is NULL the error
 /// is printed on stderr with its full detail and the process aborts, as ROCR does.
-/// `private_segment_size`/`group_segment_size` hints are accepted and not used (segment sizes
-/// come from each dispatch packet).
+/// `private_segment_size` is the queue's scratch per work-item (`UINT32_MAX`: hsa-core's
+/// default, `DEFAULT_PRIVATE_SEGMENT_BYTES`; above 131056: `OUT_OF_RESOURCES`); a dispatch
+/// needing more stops the queue with the CP's scratch request (`OUT_OF_RESOURCES`: hsa-core
+/// does not grow a queue's scratch yet). `group_segment_size` is accepted and not used (LDS
+/// comes from each dispatch packet).
 ///
 /// # Safety
 /// `callback` is NULL or a valid function; `queue` is NULL or a writable `hsa_queue_t*`.
@@ -89,7 +92,8 @@ pub unsafe extern "C" fn hsa_queue_create(
     group_segment_size: u32,
     queue: *mut *mut c_void,
 ) -> HsaStatus {
-    let _ = (private_segment_size, group_segment_size);
+    // group_segment_size: LDS is per dispatch (the packet's), nothing to reserve per queue.
+    let _ = group_segment_size;
     guard("hsa_queue_create", || {
         let st = state::state()?;
         let a = super::agent::agent_of(&st, agent)?;
@@ -108,6 +112,9 @@ pub unsafe extern "C" fn hsa_queue_create(
             a.queue_max_size(),
         );
         config.agent_queue_type = a.queue_type();
+        // The queue's scratch per work-item; UINT32_MAX: the runtime's default (ROCR's too).
+        config.private_segment_size =
+            (private_segment_size != u32::MAX).then_some(private_segment_size);
         config.queue_type = type_;
         let key = st.next_id() as usize;
         config.on_error = crate::backend::QUEUE_ERROR_WITHOUT_CALLBACK;

@@ -58,7 +58,11 @@ pub extern "C" fn hsa_shut_down() -> HsaStatus {
 
 /// `hsa_system_get_info`: the `hsa_system_info_t` attributes (and the AMD ones of ROCR 5.2:
 /// `BUILD_VERSION` as a static `const char*`, `SVM_SUPPORTED` and
-/// `SVM_ACCESSIBLE_BY_DEFAULT`, both false here). `EXTENSIONS` has the bits of the provided
+/// `SVM_ACCESSIBLE_BY_DEFAULT`, both false here; and ROCR 7's 0x203-0x208: `MWAITX_ENABLED`
+/// false (no MWAITX waits), `DMABUF_SUPPORTED` and `VIRTUAL_MEM_API_SUPPORTED` false (their
+/// exports are not in this library yet), `XNACK_ENABLED` the process's XNACK mode,
+/// `EXT_VERSION_MAJOR`/`_MINOR` 1.15 as ROCR 7.2.4's `HSA_AMD_INTERFACE_VERSION_*`). Any other
+/// attribute: `HSA_STATUS_ERROR_INVALID_ARGUMENT`, as ROCR. `EXTENSIONS` has the bits of the provided
 /// extensions ([`super::extension::extension_mask`]: the AMD profiler and loader).
 ///
 /// # Safety
@@ -94,6 +98,21 @@ pub unsafe extern "C" fn hsa_system_get_info(attribute: u32, value: *mut c_void)
                 }
                 HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED
                 | HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT => put::<bool>(value, false),
+                // ROCR answers `HSA_ENABLE_MWAITX=1` on a CPU with MWAITX; our signal waits
+                // never use MWAITX, so false.
+                HSA_AMD_SYSTEM_INFO_MWAITX_ENABLED => put::<bool>(value, false),
+                // ROCR: KFD >= 1.12 (dma-buf) and >= 1.15 with libdrm's
+                // `amdgpu_device_get_fd` (virtual memory). This library exports neither
+                // `hsa_amd_portable_export_dmabuf` nor `hsa_amd_vmem_*` yet, so false.
+                HSA_AMD_SYSTEM_INFO_DMABUF_SUPPORTED
+                | HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED => put::<bool>(value, false),
+                HSA_AMD_SYSTEM_INFO_XNACK_ENABLED => put::<bool>(value, info.xnack_enabled),
+                HSA_AMD_SYSTEM_INFO_EXT_VERSION_MAJOR => {
+                    put::<u16>(value, HSA_AMD_INTERFACE_VERSION.0)
+                }
+                HSA_AMD_SYSTEM_INFO_EXT_VERSION_MINOR => {
+                    put::<u16>(value, HSA_AMD_INTERFACE_VERSION.1)
+                }
                 other => return Err(super::bad_attribute("system", other)),
             }
         }

@@ -320,3 +320,45 @@ fn doorbell_of(q: &QueueImpl) -> u64 {
         QueueImpl::Soft(_) => unreachable!("hsa_queue_create made it"),
     }
 }
+
+/// ROCR 7.2.4's system attributes 0x203-0x208 (rocminfo 7.2.4 stops at 0x207 without them):
+/// MWAITX false, dma-buf and the virtual memory API false (not exported), XNACK as the
+/// emulated amdkfd's default mode on the built-in gfx90a (off, so the agent's ISA is
+/// `xnack-`), the AMD interface 1.15 of 7.2.4's hsa_ext_amd.h; 0x209 is not an attribute.
+#[test]
+fn rocr7_system_attributes() {
+    use crate::abi::*;
+    use crate::ffi::system::hsa_system_get_info;
+    use core::ffi::c_void;
+
+    let _serial = lock(&SERIAL);
+    init().unwrap();
+    let get_bool = |attr: u32| {
+        let mut v = 0xaau8;
+        // SAFETY: a bool attribute written into one byte.
+        let s = unsafe { hsa_system_get_info(attr, (&raw mut v).cast::<c_void>()) };
+        assert_eq!(s, Status::Success.raw(), "attribute {attr:#x}");
+        v
+    };
+    let get_u16 = |attr: u32| {
+        let mut v = 0xaaaau16;
+        // SAFETY: a uint16_t attribute.
+        let s = unsafe { hsa_system_get_info(attr, (&raw mut v).cast::<c_void>()) };
+        assert_eq!(s, Status::Success.raw(), "attribute {attr:#x}");
+        v
+    };
+    assert_eq!(get_bool(HSA_AMD_SYSTEM_INFO_MWAITX_ENABLED), 0);
+    assert_eq!(get_bool(HSA_AMD_SYSTEM_INFO_DMABUF_SUPPORTED), 0);
+    assert_eq!(get_bool(HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED), 0);
+    assert_eq!(get_bool(HSA_AMD_SYSTEM_INFO_XNACK_ENABLED), 0);
+    let st = state().unwrap();
+    let isa = alloc::format!("{}", st.rt().first_gpu().unwrap().isa().unwrap());
+    assert!(isa.ends_with("xnack-"), "{isa}");
+    assert_eq!(get_u16(HSA_AMD_SYSTEM_INFO_EXT_VERSION_MAJOR), 1);
+    assert_eq!(get_u16(HSA_AMD_SYSTEM_INFO_EXT_VERSION_MINOR), 15);
+    let mut v = 0u64;
+    // SAFETY: a writable u64.
+    let s = unsafe { hsa_system_get_info(0x209, (&raw mut v).cast::<c_void>()) };
+    assert_eq!(s, Status::InvalidArgument.raw());
+    shut_down().unwrap();
+}

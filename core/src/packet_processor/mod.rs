@@ -168,6 +168,21 @@ pub trait ProcessorHost {
     fn preempted(&self) -> bool {
         false
     }
+
+    /// Whether `error`, from [`ProcessorHost::execute_kernel`], is the command processor's
+    /// scratch request: the queue's scratch (`amd_queue_t.compute_tmpring_size` and the
+    /// scratch descriptor) is too small for the dispatch. The processor then does not stop
+    /// the queue: it stores the wave64 scratch-request queue error code
+    /// ([`inactive::CP_SCRATCH_WAVE64`], upper half 0, as the CP does) into
+    /// `queue_inactive_signal`, wakes its waiters, and waits — [`Progress::Blocked`] — until
+    /// the runtime stores 0 there again (ROCR's `DynamicScratchHandler` grows the queue's
+    /// scratch, rewrites those fields and stores 0 to resume the queue); then it runs the
+    /// same packet again, re-reading the fields. The default says `false` (hosts that run no
+    /// machine code have no scratch).
+    fn is_scratch_request(&self, error: &Error) -> bool {
+        let _ = error;
+        false
+    }
 }
 
 /// What one call of [`PacketProcessor::process`] achieved.
@@ -271,6 +286,8 @@ pub struct PacketProcessor {
     ring_address: GpuVa,
     /// Device address of the `amd_queue_t`.
     queue_address: GpuVa,
+    /// Waiting for the runtime to serve a scratch request (the inactive signal to be 0).
+    scratch_wait: bool,
 }
 
 enum Step {
@@ -291,6 +308,7 @@ impl PacketProcessor {
             consumer,
             stopped: None,
             started: None,
+            scratch_wait: false,
         }
     }
 
@@ -346,6 +364,17 @@ impl PacketProcessor {
         if let Some(e) = &self.stopped {
             return Progress::Stopped(e.clone());
         }
+        if self.scratch_wait {
+            let handle = self.consumer.ring().queue_inactive_signal();
+            match Self::resolve(host, handle) {
+                // Acquire pairs with the runtime's release store of 0 after it rewrote the
+                // scratch fields of amd_queue_t.
+                Ok(Some(sig)) if sig.value().load(Ordering::Acquire) != 0 => {
+                    return Progress::Blocked
+                }
+                _ => self.scratch_wait = false,
+            }
+        }
         let mut done = 0;
         while done < max_packets {
             match self.step(host) {
@@ -360,6 +389,14 @@ impl PacketProcessor {
                     log::debug!(
                         "packet {} abandoned: the queue is being destroyed",
                         self.consumer.read_index()
+                    );
+                    break;
+                }
+                Err(e) if host.is_scratch_request(&e) && self.request_scratch(host) => {
+                    log::debug!(
+                        "packet {}: scratch request stored in the inactive signal: {}",
+                        self.consumer.read_index(),
+                        e.detail()
                     );
                     break;
                 }
@@ -390,7 +427,7 @@ impl PacketProcessor {
             }
         }
         if done == 0 {
-            if host.preempted() {
+            if host.preempted() || self.scratch_wait {
                 return Progress::Blocked;
             }
             Progress::Idle
@@ -493,6 +530,29 @@ impl PacketProcessor {
         self.consumer.release();
         self.started = None;
         notify.map(|()| Step::Done)
+    }
+
+    /// Stores the scratch-request queue error code into the queue's `queue_inactive_signal`
+    /// and wakes its waiters ([`ProcessorHost::is_scratch_request`]); `false` when the queue
+    /// has no inactive signal the host knows (no runtime can serve the request: the queue
+    /// stops with the error instead).
+    fn request_scratch<H: ProcessorHost + ?Sized>(&mut self, host: &H) -> bool {
+        let Ok(Some(sig)) = Self::resolve(host, self.consumer.ring().queue_inactive_signal())
+        else {
+            return false;
+        };
+        // Release pairs with the Acquire load of a waiter on the inactive signal.
+        sig.value()
+            .store(i64::from(inactive::CP_SCRATCH_WAVE64), Ordering::Release);
+        self.scratch_wait = true;
+        let mailbox = sig.event_mailbox_ptr().load(Ordering::Acquire);
+        if mailbox != 0 {
+            let id = sig.event_id();
+            if host.write_mailbox(GpuVa(mailbox), id).is_ok() {
+                host.signal_event(id);
+            }
+        }
+        true
     }
 
     /// Sets the queue's `queue_inactive_signal` (when there is one the host knows) to the

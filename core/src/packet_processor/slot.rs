@@ -260,4 +260,124 @@ mod tests {
         );
         assert_eq!(read, 0);
     }
+
+    /// A host whose first `requests` kernel executions are the CP's scratch request (the
+    /// queue's scratch too small); it resolves one signal, the queue's inactive signal.
+    struct ScratchHost {
+        requests: core::cell::Cell<u32>,
+        ran: core::cell::Cell<u32>,
+        errors: core::cell::Cell<u32>,
+        inactive: NonNull<crate::abi::signal::AmdSignal>,
+    }
+
+    impl ProcessorHost for ScratchHost {
+        fn execute_kernel(&self, _: &DecodedKernelDispatch) -> Result<()> {
+            if self.requests.get() > 0 {
+                self.requests.set(self.requests.get() - 1);
+                return Err(crate::error!(
+                    Status::OutOfResources,
+                    "scratch request: test"
+                ));
+            }
+            self.ran.set(self.ran.get() + 1);
+            Ok(())
+        }
+        fn is_scratch_request(&self, e: &Error) -> bool {
+            e.detail().starts_with("scratch request")
+        }
+        fn agent_dispatch(&self, _: &DecodedAgentDispatch) -> Result<()> {
+            Err(crate::error!(Status::Error, "none"))
+        }
+        fn resolve_signal(&self, h: SignalHandle) -> Result<RawSignal> {
+            if h.0 != self.inactive.as_ptr() as u64 {
+                return Err(crate::error!(Status::InvalidSignal, "none"));
+            }
+            // SAFETY: the test's boxed amd_signal_t outlives the processor's use of it.
+            Ok(unsafe { RawSignal::from_ptr(self.inactive) })
+        }
+        fn write_mailbox(&self, _: GpuVa, _: u32) -> Result<()> {
+            Ok(())
+        }
+        fn signal_event(&self, _: u32) {}
+        fn timestamp_ticks(&self) -> u64 {
+            0
+        }
+        fn report_error(&self, _: &Error) {
+            self.errors.set(self.errors.get() + 1);
+        }
+    }
+
+    /// The CP's scratch request, as ROCR's DynamicScratchHandler expects it: the processor
+    /// stores the wave64 code (1, upper half 0) into the queue's inactive signal, leaves the
+    /// packet in its slot and reports Blocked until the runtime stores 0 there (after growing
+    /// the scratch); then it runs the same packet again, and completes it. Without a
+    /// resolvable inactive signal the request stops the queue instead.
+    #[test]
+    fn scratch_request_waits_for_the_runtime_and_reruns_the_packet() {
+        let mut storage = std::boxed::Box::new(Storage {
+            slots: [[0; 64]; 4],
+            queue: AmdQueue::new_zeroed(),
+        });
+        let mut inactive = std::boxed::Box::new(crate::abi::signal::AmdSignal::default());
+        let inactive_ptr = NonNull::from(&mut *inactive);
+        storage.queue.queue_inactive_signal = SignalHandle(inactive_ptr.as_ptr() as u64);
+        let base = NonNull::from(&mut storage.slots).cast::<u8>();
+        let queue = NonNull::from(&mut storage.queue);
+        // SAFETY: `storage` (boxed, 64-aligned) outlives the ring and the consumer below.
+        let ring = unsafe { Ring::new(base, 4, queue) };
+        for i in 0..4 {
+            ring.header_word(i)
+                .store(INVALID_HEADER_WORD, crate::sync::Ordering::Relaxed);
+        }
+        let pkt = Builder::one_dimensional(GpuVa(0x40_0000), GpuVa(0x50_0000), 64, 256)
+            .emit()
+            .unwrap();
+        // SAFETY: single producer; slot 0 was never used.
+        unsafe { ring.write_body(0, &pkt.bytes) };
+        ring.publish(0, pkt.header_word);
+        // SAFETY: the only consumer of this ring.
+        let mut p = PacketProcessor::new(unsafe { RingConsumer::new(ring) });
+        let host = ScratchHost {
+            requests: core::cell::Cell::new(1),
+            ran: core::cell::Cell::new(0),
+            errors: core::cell::Cell::new(0),
+            inactive: inactive_ptr,
+        };
+        let value = || {
+            // SAFETY: the boxed signal is live; read through the atomic the processor uses.
+            let sig = unsafe { RawSignal::from_ptr(inactive_ptr) };
+            sig.value().load(crate::sync::Ordering::Acquire)
+        };
+        assert_eq!(p.process(&host, 4), Progress::Blocked);
+        assert_eq!(value(), 1);
+        assert_eq!(p.process(&host, 4), Progress::Blocked);
+        assert_eq!((host.ran.get(), p.stopped()), (0, None));
+        assert_eq!(ring.read_index().load(crate::sync::Ordering::Acquire), 0);
+        // The runtime resumes the queue.
+        // SAFETY: as above.
+        unsafe { RawSignal::from_ptr(inactive_ptr) }
+            .value()
+            .store(0, crate::sync::Ordering::Release);
+        assert_eq!(p.process(&host, 4), Progress::Processed(1));
+        assert_eq!(host.ran.get(), 1);
+        assert_eq!(ring.read_index().load(crate::sync::Ordering::Acquire), 1);
+        assert_eq!((value(), host.errors.get()), (0, 0));
+        // No inactive signal the host knows: the request stops the queue.
+        // SAFETY: the boxed queue is live; nothing else accesses it now.
+        unsafe { (*queue.as_ptr()).queue_inactive_signal = SignalHandle(0) };
+        let host = ScratchHost {
+            requests: core::cell::Cell::new(1),
+            ran: core::cell::Cell::new(0),
+            errors: core::cell::Cell::new(0),
+            inactive: inactive_ptr,
+        };
+        // SAFETY: slot 1 was never used.
+        unsafe { ring.write_body(1, &pkt.bytes) };
+        ring.publish(1, pkt.header_word);
+        assert!(
+            matches!(p.process(&host, 4), Progress::Stopped(e) if e.status() == Status::OutOfResources)
+        );
+        assert_eq!((host.ran.get(), host.errors.get()), (0, 1));
+        drop(storage);
+    }
 }

@@ -12,6 +12,8 @@ pub mod inactive;
 mod producer;
 pub mod ring;
 #[cfg(not(loom))]
+pub mod scratch;
+#[cfg(not(loom))]
 mod storage;
 
 pub use producer::{Producer, Reservation};
@@ -106,6 +108,16 @@ mod aql {
         /// ROCR does.) Without the `alloc` feature the queue keeps no record and the platform
         /// gets this callback directly (`None`: its own policy).
         pub on_error: Option<QueueErrorCallback>,
+        /// Private bytes per work-item the queue's scratch holds (`hsa_queue_create`'s
+        /// `private_segment_size`): the queue gets one scratch slot of 64 × this many bytes
+        /// (rounded up to 1 KiB) per wave the GPU holds, its fields written into
+        /// `amd_queue_t` ([`scratch`](super::scratch)). `None` (`UINT32_MAX` in the C API):
+        /// [`DEFAULT_PRIVATE_SEGMENT_BYTES`](super::scratch::DEFAULT_PRIVATE_SEGMENT_BYTES),
+        /// or no scratch when the platform cannot give that memory (ROCR creates a dGPU's
+        /// queues without scratch too); `Some(0)`: no scratch. A dispatch needing more than
+        /// the queue holds gets the command processor's scratch request, which hsa-core does
+        /// not serve yet: the queue stops with `OUT_OF_RESOURCES`.
+        pub private_segment_size: Option<u32>,
     }
 
     impl QueueConfig {
@@ -128,6 +140,7 @@ mod aql {
                 features: QUEUE_FEATURE_KERNEL_DISPATCH,
                 profiling: false,
                 on_error: None,
+                private_segment_size: None,
             }
         }
 
@@ -353,6 +366,15 @@ mod aql {
         pub fn create(platform: H, config: &QueueConfig) -> Result<Self> {
             let (queue_type, size_packets) = config.validate()?;
             let mut memory = QueueMemory::allocate(&*platform, config.node, size_packets)?;
+            let scratch =
+                match memory.allocate_scratch(&*platform, config.node, config.private_segment_size)
+                {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = memory.release(&*platform);
+                        return Err(e);
+                    }
+                };
             let id = NEXT_QUEUE_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
             let amd_va = memory.amd_queue_va();
             let doorbell_va = memory.signal_va(DOORBELL_SIGNAL_OFFSET);
@@ -377,6 +399,9 @@ mod aql {
                     0
                 };
             amd.queue_inactive_signal = SignalHandle(inactive_va.get());
+            if let Some((layout, base)) = scratch {
+                layout.fill(base.get(), &mut amd);
+            }
             let doorbell_init = AmdSignal {
                 kind: AMD_SIGNAL_KIND_DOORBELL,
                 queue_ptr: amd_va.get(),
@@ -873,8 +898,61 @@ mod aql {
             FakePlatform::new()
         }
 
+        /// A queue config without scratch (its 436 MiB default would weigh on miri); the
+        /// scratch test below asks for some.
         fn config(size: u32) -> QueueConfig {
-            QueueConfig::new(NodeId(1), size, 64, 1 << 17)
+            let mut c = QueueConfig::new(NodeId(1), size, 64, 1 << 17);
+            c.private_segment_size = Some(0);
+            c
+        }
+
+        /// A queue asking for 16 private bytes per work-item on the fake MI210 (104 CUs, 32
+        /// scratch slots each) gets 3328 slots of 1 KiB in device-local memory, described in
+        /// its amd_queue_t as ROCR's InitScratchSRD describes it; destroying the queue gives
+        /// the memory back. Without scratch, every field is 0; above the per-lane limit,
+        /// creation fails with OUT_OF_RESOURCES and nothing stays allocated.
+        #[test]
+        fn create_gives_the_queue_scratch_and_destroy_frees_it() {
+            let plat = platform();
+            let mut cfg = config(64);
+            cfg.private_segment_size = Some(16);
+            let q = AqlQueue::create(&plat, &cfg).unwrap();
+            let d = q.memory.descriptor_snapshot();
+            let chunks = plat.live_chunks();
+            assert_eq!(chunks.len(), 3);
+            let base = d.scratch_backing_memory_location;
+            assert!(
+                chunks
+                    .iter()
+                    .any(|c| c.gpu_va.get() == base && c.size_bytes == 3328 * 1024),
+                "{chunks:?}"
+            );
+            assert_eq!(d.scratch_backing_memory_byte_size, 3328 * 1024);
+            assert_eq!(d.compute_tmpring_size, 0xD00 | 1 << 12);
+            assert_eq!(d.scratch_wave64_lane_byte_size, 16);
+            assert_eq!(
+                d.scratch_resource_descriptor,
+                [
+                    base as u32,
+                    (base >> 32) as u32 | 1 << 31,
+                    3328 * 1024,
+                    0x00EA_4FAC
+                ]
+            );
+            q.destroy().unwrap();
+            assert_eq!(plat.live_chunks().len(), 0);
+            let q = AqlQueue::create(&plat, &config(64)).unwrap();
+            let d = q.memory.descriptor_snapshot();
+            assert_eq!(d.scratch_resource_descriptor, [0; 4]);
+            assert_eq!(
+                (d.compute_tmpring_size, d.scratch_backing_memory_location),
+                (0, 0)
+            );
+            q.destroy().unwrap();
+            cfg.private_segment_size = Some(131_057);
+            let e = AqlQueue::create(&plat, &cfg).map(|_| ()).unwrap_err();
+            assert_eq!(e.status(), Status::OutOfResources);
+            assert_eq!(plat.live_chunks().len(), 0);
         }
 
         fn packet(seq: u32) -> EncodedPacket {

@@ -20,6 +20,7 @@ use crate::status::{show_host_ptr, Error, Result, Status};
 use crate::sync::Ordering;
 
 use super::ring::{Ring, INVALID_HEADER_WORD};
+use super::scratch::{ScratchLayout, DEFAULT_PRIVATE_SEGMENT_BYTES};
 
 /// Bytes of the descriptor chunk.
 pub(super) const DESCRIPTOR_BYTES: u64 = 4096;
@@ -51,6 +52,8 @@ pub(super) struct QueueMemory {
     hw: spin::Mutex<Option<QueueId>>,
     /// Whether the chunks were given back (or abandoned).
     released: bool,
+    /// The queue's scratch backing memory, if it has any (given back with the chunks).
+    scratch: Option<MemoryChunk>,
 }
 
 fn allocate<P: Platform>(platform: &P, node: NodeId, size_bytes: u64) -> Result<Chunk> {
@@ -114,6 +117,7 @@ impl QueueMemory {
             desc,
             hw: spin::Mutex::new(None),
             released: false,
+            scratch: None,
         })
     }
 
@@ -235,7 +239,75 @@ impl QueueMemory {
         let a = unsafe { platform.free_memory(&self.ring.chunk) };
         // SAFETY: as above.
         let b = unsafe { platform.free_memory(&self.desc.chunk) };
-        a.and(b)
+        let c = match self.scratch.take() {
+            // SAFETY: as above (the scratch is the hardware queue's alone).
+            Some(s) => unsafe { platform.free_memory(&s) },
+            None => Ok(()),
+        };
+        a.and(b).and(c)
+    }
+
+    /// Allocates the queue's scratch on `node` (device-local memory, mapped to the node),
+    /// sized by [`ScratchLayout`] from the node's compute units and `max_slots_scratch_cu`
+    /// and `private_segment_size` (see `QueueConfig::private_segment_size`); kept until
+    /// [`release`](Self::release). `None`: the queue has no scratch.
+    ///
+    /// # Errors
+    /// As [`ScratchLayout::new`]; the platform's status when an explicitly sized scratch
+    /// cannot be allocated (ROCR: `OUT_OF_RESOURCES`), with the size in the message.
+    pub(super) fn allocate_scratch<P: Platform>(
+        &mut self,
+        platform: &P,
+        node: NodeId,
+        private_segment_size: Option<u32>,
+    ) -> Result<Option<(ScratchLayout, GpuVa)>> {
+        let Some(props) = (0..platform.node_count())
+            .filter_map(|i| platform.node(i).ok())
+            .find(|p| p.node_id == node.0)
+        else {
+            return Ok(None);
+        };
+        let cus = props.simd_count.checked_div(props.simd_per_cu).unwrap_or(0);
+        let lane_bytes = private_segment_size.unwrap_or(DEFAULT_PRIVATE_SEGMENT_BYTES);
+        let Some(layout) = ScratchLayout::new(lane_bytes, cus, props.max_slots_scratch_cu)? else {
+            return Ok(None);
+        };
+        let request = MemoryRequest {
+            node,
+            kind: MemoryKind::DeviceLocal,
+            size_bytes: layout.size_bytes.next_multiple_of(4096),
+            align_bytes: 1 << 16,
+            flags: MemoryFlags::empty(),
+        };
+        match platform.allocate_memory(&request) {
+            Ok(chunk) => {
+                let base = chunk.gpu_va;
+                self.scratch = Some(chunk);
+                Ok(Some((layout, base)))
+            }
+            Err(e) if private_segment_size.is_none() => {
+                log::warn!(
+                    "queue on node {}: no scratch ({} bytes of device memory for {} waves of \
+                     {} bytes: {}); dispatches with a private segment will stop the queue",
+                    node.0,
+                    layout.size_bytes,
+                    layout.waves,
+                    layout.wave_bytes(),
+                    e.detail()
+                );
+                Ok(None)
+            }
+            Err(e) => Err(Error::lazy(
+                e.status(),
+                [layout.size_bytes, u64::from(layout.waves)],
+                |&[bytes, waves, ..], f| {
+                    write!(
+                        f,
+                        "allocating the queue's scratch ({bytes} bytes for {waves} waves)"
+                    )
+                },
+            )),
+        }
     }
 
     /// A copy of the `amd_queue_t` (tests only: reads while nothing else writes).

@@ -478,6 +478,95 @@ impl Agent {
     pub fn sdma_ucode(&self) -> u32 {
         self.node.sdma_fw_version
     }
+
+    /// `HSA_AMD_AGENT_INFO_UCODE_VERSION` (ROCR 7): the packet processor's microcode version
+    /// as libhsakmt keeps it (`EngineId.ui32.uCode`: `fw_version & 0x3ff`); 0 for a CPU, as
+    /// ROCR's CPU agent answers.
+    pub fn ucode_version(&self) -> u32 {
+        if self.is_gpu() {
+            self.node.fw_version & 0x3ff
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_SDMA_UCODE_VERSION` (ROCR 7): the SDMA engines' microcode version
+    /// as libhsakmt keeps it (`uCodeEngineVersions.uCodeSDMA`: `sdma_fw_version & 0x3ff`); 0
+    /// for a CPU.
+    pub fn sdma_ucode_version(&self) -> u32 {
+        if self.is_gpu() {
+            self.node.sdma_fw_version & 0x3ff
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_NUM_SDMA_ENG` (ROCR 7): the node's PCIe-side SDMA engines
+    /// (`num_sdma_engines`); 0 for a CPU.
+    pub fn sdma_engines(&self) -> u32 {
+        if self.is_gpu() {
+            self.node.num_sdma_engines
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_NUM_SDMA_XGMI_ENG` (ROCR 7): the node's xGMI SDMA engines
+    /// (`num_sdma_xgmi_engines`); 0 for a CPU.
+    pub fn sdma_xgmi_engines(&self) -> u32 {
+        if self.is_gpu() {
+            self.node.num_sdma_xgmi_engines
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_IOMMU_SUPPORT` (ROCR 7): whether the node has an IOMMUv2-class
+    /// translation agent (`HSAMMUPresent`, bit 1 of the node's `capability`); ROCR answers
+    /// `HSA_IOMMU_SUPPORT_V2` (1) then, else `_NONE` (0), and `_NONE` for a CPU.
+    pub fn iommu_v2(&self) -> bool {
+        self.is_gpu() && self.node.capability & (1 << 1) != 0
+    }
+
+    /// `HSA_AMD_AGENT_INFO_NUM_XCC` (ROCR 7): accelerated compute complexes (`num_xcc`, 1 when
+    /// the kernel does not report it); 0 for a CPU, as ROCR's CPU agent answers.
+    pub fn xcc_count(&self) -> u32 {
+        if self.is_gpu() {
+            self.node.num_xcc.max(1)
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_DRIVER_UID` (ROCR 7): amdkfd's id of the GPU (`gpu_id`); 0 for a
+    /// CPU.
+    pub fn driver_uid(&self) -> u32 {
+        if self.is_gpu() {
+            self.node.gpu_id
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES` (ROCR 7): an 8-byte bit set of
+    /// `hsa_amd_memory_property_agent_t`; bit 0 (`HSA_AMD_MEMORY_PROPERTY_AGENT_IS_APU`) for a
+    /// GPU that shares its node with CPU cores (amdkfd's APU node: `cpu_cores_count` and
+    /// `simd_count` both non-zero; ROCR reads the same fact from amdgpu's `AMDGPU_IDS_FLAGS_FUSION`).
+    /// All clear for a CPU.
+    pub fn memory_properties(&self) -> [u8; 8] {
+        let mut bits = [0u8; 8];
+        if self.is_gpu() && self.node.cpu_cores_count != 0 {
+            bits[0] |= 1;
+        }
+        bits
+    }
+
+    /// `HSA_AMD_AGENT_INFO_SCRATCH_LIMIT_MAX` (ROCR 7): the most scratch, bytes, the agent's
+    /// queues may hold at once: the 4 GiB scratch aperture per XCC (ROCR's
+    /// `MaxScratchDevice`); 0 for a CPU.
+    pub fn scratch_limit_max(&self) -> u64 {
+        u64::from(self.xcc_count()) << 32
+    }
 }
 
 #[cfg(test)]
@@ -584,6 +673,99 @@ mod tests {
             false,
         );
         assert_eq!(cpu.queues_max(), 0);
+    }
+
+    /// ROCR 7's agent attributes from nodes/2/properties of the 8xMI210 dump (`fw_version`
+    /// 92, `sdma_fw_version` 9, `num_sdma_engines` 2, `num_sdma_xgmi_engines` 3, `num_xcc` 1,
+    /// `capability` 0x2c77a280: no HSAMMUPresent), as rocminfo 7.2.4 prints them on Debian's
+    /// ROCR over the same node ("Packet Processor uCode:: 92", "SDMA engine uCode:: 9",
+    /// "IOMMU Support:: None"); an APU node (CPU cores and SIMDs) with HSAMMUPresent; a CPU.
+    #[test]
+    fn rocr7_attributes_from_the_topology() {
+        let mut p = mi210();
+        p.fw_version = 92;
+        p.sdma_fw_version = 9;
+        p.num_sdma_engines = 2;
+        p.num_sdma_xgmi_engines = 3;
+        p.num_xcc = 1;
+        p.gpu_id = 0xb3f2;
+        let a = Agent::new(
+            AgentHandle::from_index(2),
+            p.clone(),
+            core::iter::empty(),
+            0,
+            0,
+            false,
+        );
+        assert_eq!(a.ucode_version(), 92);
+        assert_eq!(a.sdma_ucode_version(), 9);
+        assert_eq!(a.sdma_engines(), 2);
+        assert_eq!(a.sdma_xgmi_engines(), 3);
+        assert!(!a.iommu_v2());
+        assert_eq!(a.xcc_count(), 1);
+        assert_eq!(a.driver_uid(), 0xb3f2);
+        assert_eq!(a.memory_properties(), [0; 8]);
+        assert_eq!(a.scratch_limit_max(), 4 << 30);
+
+        // libhsakmt keeps 10 bits of each firmware version; an MI300X partition of 8 XCCs.
+        let mut big = p.clone();
+        big.fw_version = 0x1_0405;
+        big.sdma_fw_version = 0x80_0011;
+        big.num_xcc = 8;
+        big.gfx_target_version = 90402;
+        let b = Agent::new(
+            AgentHandle::from_index(2),
+            big,
+            core::iter::empty(),
+            0,
+            0,
+            false,
+        );
+        assert_eq!(b.ucode_version(), 0x5);
+        assert_eq!(b.sdma_ucode_version(), 0x11);
+        assert_eq!(b.xcc_count(), 8);
+        assert_eq!(b.scratch_limit_max(), 32 << 30);
+
+        let mut apu = p.clone();
+        apu.cpu_cores_count = 4;
+        apu.capability |= 1 << 1;
+        let apu = Agent::new(
+            AgentHandle::from_index(1),
+            apu,
+            core::iter::empty(),
+            0,
+            0,
+            false,
+        );
+        assert!(apu.iommu_v2());
+        assert_eq!(apu.memory_properties(), [1, 0, 0, 0, 0, 0, 0, 0]);
+
+        let mut cpu = p;
+        cpu.simd_count = 0;
+        cpu.cpu_cores_count = 64;
+        cpu.capability |= 1 << 1;
+        let cpu = Agent::new(
+            AgentHandle::from_index(0),
+            cpu,
+            core::iter::empty(),
+            0,
+            0,
+            false,
+        );
+        assert_eq!(
+            (
+                cpu.ucode_version(),
+                cpu.sdma_ucode_version(),
+                cpu.sdma_engines(),
+                cpu.sdma_xgmi_engines(),
+                cpu.xcc_count(),
+                cpu.driver_uid(),
+                cpu.scratch_limit_max()
+            ),
+            (0, 0, 0, 0, 0, 0, 0)
+        );
+        assert!(!cpu.iommu_v2());
+        assert_eq!(cpu.memory_properties(), [0; 8]);
     }
 
     #[test]

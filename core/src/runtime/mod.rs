@@ -59,6 +59,9 @@ pub struct SystemInfo {
     /// `HSA_SYSTEM_INFO_EXTENSIONS`: bit mask of `hsa_extension_t` (bit `1 << 0x200` range:
     /// AMD extensions are reported through `hsa_system_extension_supported`); 0 here.
     pub extensions: [u8; 128],
+    /// `HSA_AMD_SYSTEM_INFO_XNACK_ENABLED` (ROCR 7 `hsa.h`): whether this process runs with
+    /// XNACK on ([`TopologySource::xnack_enabled`](crate::platform::TopologySource::xnack_enabled)).
+    pub xnack_enabled: bool,
 }
 
 /// A running runtime: the platform, the agents found on it and their memory pools.
@@ -164,6 +167,7 @@ impl<H: PlatformRef> Runtime<H> {
             },
             machine_model: agent::MachineModel::Large,
             extensions: [0; 128],
+            xnack_enabled: self.platform.xnack_enabled(),
         }
     }
 

@@ -9,7 +9,8 @@
 //! acts on: [`process`](super::process) (version, apertures, memory policy, scratch, trap
 //! handler, tile config, XNACK, runtime enable), [`clock`](super::clock), [`events`](super::events),
 //! [`memory`](super::memory), [`dmabuf`](super::dmabuf), [`queue_manager`](super::queue_manager)
-//! (compute queues, CU masks) and [`sdma`](super::sdma) (SDMA queues). Adding an ioctl is one
+//! (compute queues, CU masks), [`sdma`](super::sdma) (SDMA queues) and [`svm`](super::svm)
+//! (SVM ranges; its argument is the request's whole buffer, head and attributes). Adding an ioctl is one
 //! row here and one handler there.
 //!
 //! [`ioctl`] answers a request as `kfd_ioctl` does:
@@ -28,7 +29,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use hsa_linux::kfd::abi::*;
 
-use super::{clock, dmabuf, events, lock, memory, process, queue_manager, Device};
+use super::{clock, dmabuf, events, lock, memory, process, queue_manager, svm, Device};
 use super::{EVENT_PAGE_BYTES, PAGE_BYTES};
 use crate::device::DOORBELL_PAGE_BYTES;
 
@@ -125,6 +126,8 @@ pub static AMDKFD_IOCTLS: [Option<AmdkfdIoctlDesc>; AMDKFD_COMMAND_END as usize]
     amdkfd_ioctl_def!(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, memory::unmap_memory_from_gpu, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_SET_CU_MASK, queue_manager::set_cu_mask, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_IMPORT_DMABUF, dmabuf::import_dmabuf, 0),
+    // The argument's size is the request's (head and attributes): no fixed struct.
+    AmdkfdIoctlDesc { cmd: AMDKFD_IOC_SVM, func: |device, _, arg| svm::svm_ioctl(device, arg), name: "AMDKFD_IOC_SVM", flags: 0 },
     amdkfd_ioctl_def!(AMDKFD_IOC_SET_XNACK_MODE, process::set_xnack_mode, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_AVAILABLE_MEMORY, memory::available_memory, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_EXPORT_DMABUF, dmabuf::export_dmabuf, 0),
@@ -249,7 +252,7 @@ mod tests {
 
     /// Every row sits at its command's number, is a `'K'` command whose size is its argument
     /// struct's, and is named after it; the rows are the commands this device emulated before
-    /// the table (the two tables it replaced listed these 26 numbers).
+    /// the table (the two tables it replaced listed these 26 numbers) and SVM (0x20).
     #[test]
     fn rows_sit_at_their_numbers_and_name_their_commands() {
         let mut numbers = Vec::new();
@@ -265,9 +268,11 @@ mod tests {
             numbers,
             [
                 0x01, 0x02, 0x03, 0x04, 0x05, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x11, 0x12, 0x13,
-                0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1D, 0x21, 0x23, 0x24, 0x25
+                0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1D, 0x20, 0x21, 0x23, 0x24, 0x25
             ]
         );
+        // _IOWR('K', 0x20, 24 bytes: the head alone), from kfd_ioctl.h.
+        assert_eq!(AMDKFD_IOC_SVM, 0xc018_4b20);
         let row = amdkfd_ioctl(0x13).unwrap();
         assert_eq!(
             (row.cmd, row.name),

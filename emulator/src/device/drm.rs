@@ -7,7 +7,8 @@
 //! - `DRM_IOCTL_VERSION`: driver `amdgpu` 3.48.0, its date and description, copied into the
 //!   caller's buffers up to their lengths; the lengths come back as the full lengths.
 //! - `DRM_IOCTL_GET_CLIENT`: client 0 is the caller, authenticated; other indices `EINVAL`.
-//! - `DRM_IOCTL_AMDGPU_INFO`: `ACCEL_WORKING` (1), `DEV_INFO` (the node's PCI device id,
+//! - `DRM_IOCTL_AMDGPU_INFO`: `ACCEL_WORKING` (1), `HW_IP_COUNT` ([`hw_ip_count`]), `HW_IP_INFO`
+//!   ([`hw_ip_info`]), `DEV_INFO` (the node's PCI device id,
 //!   family, shader engines, CUs, clocks, wavefront size, VRAM width, the GPU's address
 //!   space) and `READ_MMR_REG` (`GB_ADDR_CONFIG`, dword 0x263e, which libdrm reads at
 //!   start, is the value amdgpu composes for the GPU, `profile::gb_addr_config`, the
@@ -49,6 +50,16 @@ pub const DRM_IOCTL_AMDGPU_INFO: u32 = drm_ioc(
 
 /// `AMDGPU_INFO_ACCEL_WORKING`: whether acceleration works (a `u32`).
 pub const AMDGPU_INFO_ACCEL_WORKING: u32 = 0x00;
+/// `AMDGPU_INFO_HW_IP_INFO`: `struct drm_amdgpu_info_hw_ip` of a hardware IP type.
+pub const AMDGPU_INFO_HW_IP_INFO: u32 = 0x02;
+/// `AMDGPU_INFO_HW_IP_COUNT`: how many instances of a hardware IP type (a `u32`).
+pub const AMDGPU_INFO_HW_IP_COUNT: u32 = 0x03;
+/// `AMDGPU_HW_IP_GFX`: the graphics engine.
+pub const AMDGPU_HW_IP_GFX: u32 = 0;
+/// `AMDGPU_HW_IP_COMPUTE`: the compute engines (amdgpu counts them as the GFX block).
+pub const AMDGPU_HW_IP_COMPUTE: u32 = 1;
+/// `AMDGPU_HW_IP_DMA`: the SDMA engines.
+pub const AMDGPU_HW_IP_DMA: u32 = 2;
 /// `AMDGPU_INFO_READ_MMR_REG`: read memory-mapped registers.
 pub const AMDGPU_INFO_READ_MMR_REG: u32 = 0x15;
 
@@ -374,6 +385,10 @@ pub(crate) fn ioctl(
             let answer: Vec<u8> = match q.query {
                 AMDGPU_INFO_ACCEL_WORKING => 1u32.to_ne_bytes().to_vec(),
                 AMDGPU_INFO_DEV_INFO => device_info(node).as_bytes().to_vec(),
+                AMDGPU_INFO_HW_IP_INFO => {
+                    hw_ip_info(node, q.data[0], q.data[1])?.as_bytes().to_vec()
+                }
+                AMDGPU_INFO_HW_IP_COUNT => hw_ip_count(node, q.data[0])?.to_ne_bytes().to_vec(),
                 AMDGPU_INFO_READ_MMR_REG => {
                     // amdgpu_info_ioctl: at most 128 registers per call.
                     let (first, count) = (q.data[0], q.data[1]);
@@ -401,6 +416,107 @@ pub(crate) fn ioctl(
         }
         _ => Err(Errno::INVAL),
     }
+}
+
+/// `AMDGPU_INFO_HW_IP_COUNT` for `AMDGPU_HW_IP_*` type `ip` on a GPU node, as
+/// `amdgpu_info_ioctl` counts (the IP block's instances): GFX and COMPUTE 1 (the one GFX
+/// block), DMA the SDMA engines (`num_sdma_engines` + `num_sdma_xgmi_engines` of the node: amdkfd
+/// splits amdgpu's `sdma.num_instances` into those two). `EINVAL` for the multimedia engines
+/// (UVD, VCE, VCN, JPEG, VPE), which the emulated device has no block for, and for an unknown
+/// type, as amdgpu answers a type whose IP block is absent.
+pub fn hw_ip_count(node: &TopologyNode, ip: u32) -> Result<u32, Errno> {
+    match ip {
+        AMDGPU_HW_IP_GFX | AMDGPU_HW_IP_COMPUTE => Ok(1),
+        AMDGPU_HW_IP_DMA => Ok(node
+            .properties
+            .num_sdma_engines
+            .saturating_add(node.properties.num_sdma_xgmi_engines)),
+        _ => Err(Errno::INVAL),
+    }
+}
+
+/// `struct drm_amdgpu_info_hw_ip` (32 bytes), the answer to `AMDGPU_INFO_HW_IP_INFO`. Ref:
+/// libdrm `amdgpu_drm.h`.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmAmdgpuInfoHwIp {
+    /// The driver's IP block version, major.
+    pub hw_ip_version_major: u32,
+    /// The driver's IP block version, minor.
+    pub hw_ip_version_minor: u32,
+    /// `AMDGPU_HW_IP_*` capability bits (0: no user queues).
+    pub capabilities_flags: u64,
+    /// Alignment of an indirect buffer's start, bytes.
+    pub ib_start_alignment: u32,
+    /// Alignment of an indirect buffer's size, bytes.
+    pub ib_size_alignment: u32,
+    /// Bit i set: ring i of the IP is ready.
+    pub available_rings: u32,
+    /// The hardware's IP discovery version, `major << 16 | minor << 8 | revision`.
+    pub ip_discovery_version: u32,
+}
+
+/// A hardware IP version: (major, minor, revision).
+type IpVersion = (u32, u32, u32);
+
+/// The GC and SDMA hardware IP versions (major, minor, revision) of a gfx9 target, by
+/// `gfx_target_version`, as amdgpu's IP discovery (or its table for older chips) sets them,
+/// and whether the GFX block has a graphics ring (the compute-only chips have none).
+fn gfx9_ip_versions(gfx_target_version: u32) -> Option<(IpVersion, IpVersion, bool)> {
+    Some(match gfx_target_version {
+        90000 => ((9, 0, 1), (4, 0, 0), true),  // gfx900: Vega10
+        90006 => ((9, 4, 0), (4, 2, 0), true),  // gfx906: Vega20
+        90008 => ((9, 4, 1), (4, 2, 2), false), // gfx908: Arcturus
+        90010 => ((9, 4, 2), (4, 4, 0), false), // gfx90a: Aldebaran
+        90012 => ((9, 3, 0), (4, 1, 2), true),  // gfx90c: Renoir
+        90402 => ((9, 4, 3), (4, 4, 2), false), // gfx942
+        _ => return None,
+    })
+}
+
+/// `AMDGPU_INFO_HW_IP_INFO` for `AMDGPU_HW_IP_*` type `ip`, instance `instance`, as
+/// `amdgpu_hw_ip_info` fills it: GFX (block 9.0, or 9.4.3 on GC 9.4.3; a ring only where the
+/// chip has graphics; IBs aligned to 32 bytes), COMPUTE (8 rings: amdgpu's default
+/// `amdgpu_num_kcq`), DMA (one ring per SDMA engine, IBs aligned 256/4; block 4.4.2 on SDMA
+/// 4.4.2, else 4.0), `ip_discovery_version` from the target's GC or SDMA version.
+///
+/// # Errors
+/// `EINVAL` for an instance other than 0, an IP type [`hw_ip_count`] refuses, or a target
+/// this table does not know the IP versions of (those are not modelled: gfx10 and later).
+pub fn hw_ip_info(node: &TopologyNode, ip: u32, instance: u32) -> Result<DrmAmdgpuInfoHwIp, Errno> {
+    hw_ip_count(node, ip)?;
+    if instance != 0 {
+        return Err(Errno::INVAL);
+    }
+    let (gc, sdma, graphics) =
+        gfx9_ip_versions(node.properties.gfx_target_version).ok_or(Errno::INVAL)?;
+    let packed = |(a, b, c): IpVersion| a << 16 | b << 8 | c;
+    let gfx_block = if gc == (9, 4, 3) { (9, 4) } else { (9, 0) };
+    let mut info = DrmAmdgpuInfoHwIp::default();
+    match ip {
+        AMDGPU_HW_IP_GFX | AMDGPU_HW_IP_COMPUTE => {
+            (info.hw_ip_version_major, info.hw_ip_version_minor) = gfx_block;
+            info.ib_start_alignment = 32;
+            info.ib_size_alignment = 32;
+            info.available_rings = match ip {
+                AMDGPU_HW_IP_GFX => u32::from(graphics),
+                _ => 0xff,
+            };
+            info.ip_discovery_version = packed(gc);
+        }
+        _ => {
+            (info.hw_ip_version_major, info.hw_ip_version_minor) =
+                if sdma == (4, 4, 2) { (4, 4) } else { (4, 0) };
+            info.ib_start_alignment = 256;
+            info.ib_size_alignment = 4;
+            let n = hw_ip_count(node, ip)?.min(32);
+            info.available_rings = if n == 32 { u32::MAX } else { (1 << n) - 1 };
+            info.ip_discovery_version = packed(sdma);
+        }
+    }
+    Ok(info)
 }
 
 /// An mmap of GPU `gpu_id`'s render node: the buffer object whose `mmap_offset` is `offset`
@@ -461,6 +577,70 @@ mod tests {
             let t = crate::device::builtin_topology_for(version).unwrap();
             assert_eq!(device_info(&t.nodes[1]).pci_rev, rev, "{version}");
         }
+    }
+
+    /// `HW_IP_COUNT` counts as amdgpu: one GFX block for GFX and COMPUTE, the SDMA engines
+    /// (KFD's PCIe and XGMI ones together: MI210 has 2 + 3 = amdgpu's 5 `sdma.num_instances`)
+    /// for DMA; `EINVAL` for an IP the emulated GPU has no block for.
+    #[test]
+    fn hw_ip_count_counts_blocks_as_amdgpu() {
+        let t = builtin_topology();
+        let user = UserMemory::open().unwrap();
+        let count = |node: &TopologyNode, ip: u32| {
+            let mut out = 0xffff_ffffu32;
+            let q = DrmAmdgpuInfo {
+                return_pointer: &mut out as *mut u32 as u64,
+                return_size: 4,
+                query: AMDGPU_INFO_HW_IP_COUNT,
+                data: [ip, 0, 0, 0],
+            };
+            let mut arg = q.as_bytes().to_vec();
+            ioctl(node, &user, DRM_IOCTL_AMDGPU_INFO, &mut arg).map(|()| out)
+        };
+        assert_eq!(count(&t.nodes[1], AMDGPU_HW_IP_GFX), Ok(1));
+        assert_eq!(count(&t.nodes[1], AMDGPU_HW_IP_COMPUTE), Ok(1));
+        assert_eq!(count(&t.nodes[1], AMDGPU_HW_IP_DMA), Ok(2));
+        let mut xgmi = t.nodes[1].clone();
+        xgmi.properties.num_sdma_xgmi_engines = 3;
+        assert_eq!(count(&xgmi, AMDGPU_HW_IP_DMA), Ok(5));
+        for ip in [3, 4, 6, 8, 9, 99] {
+            assert_eq!(count(&t.nodes[1], ip), Err(Errno::INVAL), "{ip}");
+        }
+    }
+
+    /// `HW_IP_INFO` on the MI210 profile: GC 9.4.2 without a graphics ring, 8 compute
+    /// rings, SDMA 4.4.0 with one ring per engine; refused for instance 1 and for VCN.
+    #[test]
+    fn hw_ip_info_answers_as_amdgpu_on_gfx90a() {
+        let t = builtin_topology();
+        let user = UserMemory::open().unwrap();
+        let info = |ip: u32, instance: u32| {
+            let mut out = DrmAmdgpuInfoHwIp::default();
+            let q = DrmAmdgpuInfo {
+                return_pointer: &mut out as *mut DrmAmdgpuInfoHwIp as u64,
+                return_size: 32,
+                query: AMDGPU_INFO_HW_IP_INFO,
+                data: [ip, instance, 0, 0],
+            };
+            let mut arg = q.as_bytes().to_vec();
+            ioctl(&t.nodes[1], &user, DRM_IOCTL_AMDGPU_INFO, &mut arg).map(|()| out)
+        };
+        let gfx = info(AMDGPU_HW_IP_GFX, 0).unwrap();
+        assert_eq!((gfx.hw_ip_version_major, gfx.hw_ip_version_minor), (9, 0));
+        assert_eq!(
+            (gfx.available_rings, gfx.ip_discovery_version),
+            (0, 0x09_04_02)
+        );
+        assert_eq!((gfx.ib_start_alignment, gfx.ib_size_alignment), (32, 32));
+        assert_eq!(info(AMDGPU_HW_IP_COMPUTE, 0).unwrap().available_rings, 0xff);
+        let dma = info(AMDGPU_HW_IP_DMA, 0).unwrap();
+        assert_eq!(
+            (dma.available_rings, dma.ip_discovery_version),
+            (0b11, 0x04_04_00)
+        );
+        assert_eq!((dma.ib_start_alignment, dma.ib_size_alignment), (256, 4));
+        assert_eq!(info(AMDGPU_HW_IP_GFX, 1), Err(Errno::INVAL));
+        assert_eq!(info(6, 0), Err(Errno::INVAL));
     }
 
     /// `READ_MMR_REG` reads `GB_ADDR_CONFIG` (dword 0x263e, as libdrm asks for it) as the

@@ -16,7 +16,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::gfx9::exec::{
     check_dispatch, run_workgroups_preemptible, workgroup_total, CodeSource, DecodeCache,
-    DeviceCode, DeviceMemory, DispatchState, ExecStats,
+    DeviceCode, DeviceMemory, DispatchState, ExecStats, QueueScratch,
 };
 use crate::gfx9::hwid::WaveLaunch;
 use crate::gfx9::wave::WAVE_SIZE;
@@ -529,7 +529,14 @@ fn prepare(
             descriptor.group_segment_fixed_size
         ));
     }
+    // The CP takes the queue's scratch from its amd_queue_t (ROCR's InitScratchSRD or
+    // hsa-core's queue creation filled it) at each dispatch, as the runtime may grow it.
+    let mut amd_queue = [0u8; 256];
+    memory
+        .read(dispatch.queue_address.0, &mut amd_queue)
+        .map_err(|e| error!(e.status(), "the queue's amd_queue_t: {}", e.detail()))?;
     let state = DispatchState {
+        scratch: QueueScratch::from_amd_queue(&amd_queue),
         grid_size: dispatch.grid_size,
         workgroup_size: dispatch.workgroup_size,
         dispatch_packet_address: dispatch.packet_address.0,
@@ -573,8 +580,10 @@ fn prepare(
 /// - [`Status::InvalidAllocation`] when the group segment exceeds `lds_bytes` (the CP's
 ///   invalid-group-memory queue error);
 /// - as [`crate::gfx9::exec::run_dispatch`]: [`Status::InvalidArgument`] (a dispatch it cannot
-///   run, e.g. one that needs scratch), [`Status::IllegalInstruction`], [`Status::Exception`]
-///   (a wave ran 100 million instructions).
+///   run), [`Status::OutOfResources`] (the CP's scratch request: the queue's `amd_queue_t`
+///   scratch, read at `dispatch.queue_address`, is too small for the dispatch's private
+///   segment), [`Status::IllegalInstruction`], [`Status::Exception`] (a wave ran 100 million
+///   instructions).
 pub fn run_kernel_dispatch(
     dispatch: &DecodedKernelDispatch,
     target: Gfx9Target,
@@ -659,7 +668,27 @@ fn run_inner(
     };
     check_dispatch(&descriptor, &state).map_err(setup)?;
     let total = workgroup_total(&state);
-    let workers = (threads.max(1) as u64).min(total).max(1) as usize;
+    let mut workers = (threads.max(1) as u64).min(total).max(1) as usize;
+    // Each worker's waves take their own scratch slots (worker k from k × waves per group):
+    // no more workers than the queue's COMPUTE_TMPRING_SIZE.WAVES hold, as the SPI launches
+    // no more scratch waves than there are slots (check_dispatch saw one group's fit).
+    let wave_slots = u64::from(
+        dispatch
+            .workgroup_size
+            .iter()
+            .map(|&d| u32::from(d))
+            .product::<u32>(),
+    )
+    .div_ceil(WAVE_SIZE as u64)
+    .max(1);
+    if descriptor
+        .private_segment_fixed_size
+        .max(state.private_segment_size)
+        > 0
+    {
+        workers = workers.min((u64::from(state.scratch.waves()) / wave_slots).max(1) as usize);
+    }
+    let slot_of = |worker: usize| (worker as u64 * wave_slots) as u32;
     // Each thread has its own cache, kept over its chunks and the caller's dispatches; the
     // caches read each page of `code` they run once per dispatch, through the thread's
     // memory, and validate their pages against it.
@@ -670,22 +699,27 @@ fn run_inner(
     for cache in &mut caches[..workers] {
         cache.begin_dispatch();
     }
-    let run_range =
-        |mem: &GpuMemory<'_>, cache: &mut DecodeCache, range: Range<u64>, stats: &mut ExecStats| {
-            let r = run_workgroups_preemptible(
-                code,
-                &descriptor,
-                target,
-                &state,
-                mem,
-                range,
-                stats,
-                preempt,
-                cache,
-            );
-            done.fetch_add(stats.workgroups, Ordering::Relaxed);
-            r
-        };
+    let run_range = |mem: &GpuMemory<'_>,
+                     cache: &mut DecodeCache,
+                     worker: usize,
+                     range: Range<u64>,
+                     stats: &mut ExecStats| {
+        let mut state = state;
+        state.scratch.first_slot = slot_of(worker);
+        let r = run_workgroups_preemptible(
+            code,
+            &descriptor,
+            target,
+            &state,
+            mem,
+            range,
+            stats,
+            preempt,
+            cache,
+        );
+        done.fetch_add(stats.workgroups, Ordering::Relaxed);
+        r
+    };
     // Workers take chunks of consecutive work-groups in increasing order. After an error no
     // new chunk starts, but every chunk handed out before it runs to its end or its first
     // error, so the error reported (the one at the lowest work-group) does not depend on
@@ -697,7 +731,13 @@ fn run_inner(
         let mut first = 0;
         while first < total {
             let mut part = ExecStats::default();
-            let r = run_range(&memory, cache, first..(first + chunk).min(total), &mut part);
+            let r = run_range(
+                &memory,
+                cache,
+                0,
+                first..(first + chunk).min(total),
+                &mut part,
+            );
             stats.add(&part);
             r.map_err(setup)?;
             first += chunk;
@@ -709,8 +749,10 @@ fn run_inner(
     let results: Vec<(ExecStats, Option<(u64, Failure)>)> = std::thread::scope(|s| {
         let handles: Vec<_> = caches[..workers]
             .iter_mut()
-            .map(|cache| {
-                s.spawn(|| {
+            .enumerate()
+            .map(|(worker, cache)| {
+                let (run_range, next, failed) = (&run_range, &next, &failed);
+                s.spawn(move || {
                     let mem = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
                     let mut stats = ExecStats::default();
                     while !failed.load(Ordering::Relaxed) {
@@ -720,7 +762,7 @@ fn run_inner(
                         }
                         let range = first..(first + chunk).min(total);
                         let mut part = ExecStats::default();
-                        let r = run_range(&mem, cache, range, &mut part);
+                        let r = run_range(&mem, cache, worker, range, &mut part);
                         stats.add(&part);
                         if let Err(e) = r {
                             failed.store(true, Ordering::Relaxed);

@@ -760,6 +760,22 @@ impl UserMemory {
     }
 }
 
+/// The region of user memory `addr..addr+len` without checking that it is mapped: for an SVM
+/// range the GPU was granted access to (`AMDKFD_IOC_SVM`), which amdkfd maps at the access,
+/// not at the ioctl. Its `try_*` accesses go through [`super::guarded`] and fault on an
+/// unmapped page as a GPU's VM fault would. `None` for a zero or unrepresentable range.
+pub(crate) fn svm_region(addr: u64, len: u64) -> Option<Region> {
+    let end = addr.checked_add(len)?;
+    if len == 0 || usize::try_from(end).is_err() {
+        return None;
+    }
+    Some(Region {
+        base: addr as usize,
+        len: len as usize,
+        user: true,
+    })
+}
+
 /// Whether `[start, end)` is covered, without a gap, by mappings with read permission in
 /// `maps` (the text of `/proc/<pid>/maps`: one `start-end perms ...` line per mapping, in
 /// address order, addresses in hex; proc(5)). A line that does not parse ends the cover.

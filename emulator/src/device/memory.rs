@@ -83,6 +83,9 @@ pub(crate) struct Allocs {
     next_id: u32,
     vram_used: HashMap<u32, u64>,
     system_used: u64,
+    /// SVM ranges some GPU may access (`AMDKFD_IOC_SVM`), by first byte: (size in bytes, the
+    /// gpu_ids). The device reaches them where no buffer object is.
+    svm: BTreeMap<u64, (u64, Vec<u32>)>,
 }
 
 impl Allocs {
@@ -180,6 +183,28 @@ impl Allocs {
         (end <= a.va + a.size).then_some(a)
     }
 
+    /// Replaces the SVM windows the GPUs may access: `(first byte, size in bytes, gpu_ids)`.
+    pub(crate) fn set_svm_windows(
+        &mut self,
+        windows: impl IntoIterator<Item = (u64, u64, Vec<u32>)>,
+    ) {
+        self.svm = windows
+            .into_iter()
+            .map(|(va, size, g)| (va, (size, g)))
+            .collect();
+    }
+
+    /// The user memory of the SVM window holding `va` that `gpu_id` may access, from `va` to
+    /// the window's end or `end`, whichever is first.
+    fn svm_piece(&self, gpu_id: u32, va: u64, end: u64) -> Option<Region> {
+        let (&s, (size, gpus)) = self.svm.range(..=va).next_back()?;
+        let wend = s.checked_add(*size)?;
+        if va >= wend || !gpus.contains(&gpu_id) {
+            return None;
+        }
+        mem::svm_region(va, end.min(wend) - va)
+    }
+
     /// The allocation containing `va..va+len` if it is mapped to `gpu_id`.
     pub(crate) fn mapped_containing_mut(
         &mut self,
@@ -197,7 +222,13 @@ impl Allocs {
     /// Translates the device access `va..va+len` of GPU `gpu_id` to live memory: the range must
     /// lie inside one live allocation mapped to that GPU.
     pub(crate) fn device_region(&self, gpu_id: u32, va: u64, len: u64) -> Option<Region> {
-        let a = self.containing(va, len)?;
+        let Some(a) = self.containing(va, len) else {
+            // An SVM range the GPU may access, where no buffer object is.
+            let end = va.checked_add(len)?;
+            return self
+                .svm_piece(gpu_id, va, end)
+                .filter(|r| r.len() as u64 == len);
+        };
         if !a.mapped.contains(&gpu_id) {
             return None;
         }
@@ -241,6 +272,11 @@ impl Allocs {
         let mut at = va;
         while at < end {
             let Some(a) = self.containing(at, 1) else {
+                if let Some(r) = self.svm_piece(gpu_id, at, end) {
+                    at += r.len() as u64;
+                    pieces.push(r);
+                    continue;
+                }
                 return Err(fault(
                     at,
                     format_args!("byte {at:#x} is in no live allocation"),
@@ -509,6 +545,11 @@ pub(crate) fn alloc_memory_of_gpu(
     let size = round_up_page(a.size).ok_or(Errno::INVAL)?;
     if a.va_addr.checked_add(size).is_none() {
         return Err(Errno::INVAL);
+    }
+    // kfd_ioctl_alloc_memory_of_gpu: an address an SVM range holds is EADDRINUSE. (The SVM
+    // lock is released before the allocations' one: SET_ATTR takes them in the other order.)
+    if lock(&device.svm).overlaps(a.va_addr, size) {
+        return Err(Errno::ADDRINUSE);
     }
     let mut allocs = device
         .allocs

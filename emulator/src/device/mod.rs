@@ -116,6 +116,7 @@ mod queue;
 mod queue_manager;
 pub mod record;
 mod sdma;
+mod svm;
 
 pub use chardev::{
     amdkfd_ioctl, amdkfd_table_command, AmdkfdIoctlDesc, AMDKFD_COMMAND_END, AMDKFD_COMMAND_START,
@@ -329,6 +330,8 @@ pub(crate) struct Device {
     ioctls: AtomicU64,
     faults: Mutex<Vec<(u64, Errno)>>,
     xnack: AtomicI32,
+    /// The process's SVM ranges (`AMDKFD_IOC_SVM`).
+    svm: Mutex<svm::SvmRanges>,
     /// 0 = Interpret, 1 = HostOnly.
     mode: AtomicU8,
     /// Host threads per interpreted dispatch.
@@ -562,6 +565,7 @@ impl EmulatedKfd {
                 ioctls: AtomicU64::new(0),
                 faults: Mutex::new(Vec::new()),
                 xnack: AtomicI32::new(0),
+                svm: Mutex::new(svm::SvmRanges::default()),
                 mode: AtomicU8::new(mode_code(mode)),
                 threads: AtomicUsize::new(default_threads()),
                 stats: StatCounters::default(),
@@ -935,6 +939,313 @@ mod tests {
         assert_eq!(raw(&d, ioc(IOC_WRITE, 0, 0x01, 8), &mut y), Ok(()));
         assert_eq!(y, [1, 0, 0, 0, 11, 0, 0, 0]);
         assert_eq!(d.ioctl_count(), 5);
+    }
+
+    /// An `AMDKFD_IOC_SVM` request as libhsakmt builds it: the head, the attributes, and
+    /// their size added to the request's `_IOC_SIZE`.
+    fn svm(
+        d: &EmulatedKfd,
+        start: u64,
+        size: u64,
+        op: u32,
+        attrs: &mut [(u32, u32)],
+    ) -> Result<(), Errno> {
+        let head = SvmArgs {
+            start_addr: start,
+            size,
+            op,
+            nattr: attrs.len() as u32,
+        };
+        let mut buf = head.as_bytes().to_vec();
+        for &(t, v) in attrs.iter() {
+            buf.extend_from_slice(SvmAttribute { type_: t, value: v }.as_bytes());
+        }
+        let request = AMDKFD_IOC_SVM + ((8 * attrs.len() as u32) << 16);
+        let r = raw(d, request, &mut buf);
+        for (i, a) in attrs.iter_mut().enumerate() {
+            let o = 24 + 8 * i;
+            let a2 =
+                <SvmAttribute as zerocopy::FromBytes>::read_from_bytes(&buf[o..o + 8]).unwrap();
+            *a = (a2.type_, a2.value);
+        }
+        r
+    }
+
+    #[test]
+    fn svm_set_attr_then_get_attr_answers_what_was_set() {
+        let d = dev();
+        let g = BUILTIN_GPU_ID;
+        let base = 0x7f00_0000_0000u64;
+        // What libhsakmt's register_svm_range sends for a queue's CWSR area.
+        let flags = KFD_IOCTL_SVM_FLAG_HOST_ACCESS
+            | KFD_IOCTL_SVM_FLAG_GPU_EXEC
+            | KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED;
+        let mut set = [
+            (KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, g),
+            (KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, 0),
+            (KFD_IOCTL_SVM_ATTR_CLR_FLAGS, !flags),
+            (KFD_IOCTL_SVM_ATTR_SET_FLAGS, flags),
+            (KFD_IOCTL_SVM_ATTR_ACCESS, g),
+            (KFD_IOCTL_SVM_ATTR_GRANULARITY, 0xff),
+        ];
+        assert_eq!(
+            svm(&d, base, 0x10000, KFD_IOCTL_SVM_OP_SET_ATTR, &mut set),
+            Ok(())
+        );
+        let all = |g: u32| {
+            [
+                (KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, 0),
+                (KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, 0),
+                (KFD_IOCTL_SVM_ATTR_NO_ACCESS, g),
+                (KFD_IOCTL_SVM_ATTR_SET_FLAGS, 0),
+                (KFD_IOCTL_SVM_ATTR_CLR_FLAGS, 0),
+                (KFD_IOCTL_SVM_ATTR_GRANULARITY, 0),
+            ]
+        };
+        let mut got = all(g);
+        assert_eq!(
+            svm(
+                &d,
+                base + 0x4000,
+                0x4000,
+                KFD_IOCTL_SVM_OP_GET_ATTR,
+                &mut got
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            got,
+            [
+                (KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, 0),
+                (KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, g),
+                (KFD_IOCTL_SVM_ATTR_ACCESS, g),
+                (KFD_IOCTL_SVM_ATTR_SET_FLAGS, flags),
+                (KFD_IOCTL_SVM_ATTR_CLR_FLAGS, !flags),
+                (KFD_IOCTL_SVM_ATTR_GRANULARITY, 0x3f),
+            ]
+        );
+        // ACCESS_IN_PLACE and a granularity over part of it: the range splits.
+        let mut part = [
+            (KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, g),
+            (KFD_IOCTL_SVM_ATTR_GRANULARITY, 4),
+        ];
+        assert_eq!(
+            svm(
+                &d,
+                base + 0x8000,
+                0x2000,
+                KFD_IOCTL_SVM_OP_SET_ATTR,
+                &mut part
+            ),
+            Ok(())
+        );
+        assert_eq!(lock(&d.device.svm).len(), 3);
+        let mut got = all(g);
+        assert_eq!(
+            svm(
+                &d,
+                base + 0x8000,
+                0x1000,
+                KFD_IOCTL_SVM_OP_GET_ATTR,
+                &mut got
+            ),
+            Ok(())
+        );
+        assert_eq!(got[2], (KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, g));
+        assert_eq!(got[5], (KFD_IOCTL_SVM_ATTR_GRANULARITY, 4));
+        // Over the whole: the smallest granularity, access (not in place) common to all.
+        let mut got = all(g);
+        assert_eq!(
+            svm(&d, base, 0x10000, KFD_IOCTL_SVM_OP_GET_ATTR, &mut got),
+            Ok(())
+        );
+        assert_eq!(got[2], (KFD_IOCTL_SVM_ATTR_ACCESS, g));
+        assert_eq!(got[5], (KFD_IOCTL_SVM_ATTR_GRANULARITY, 4));
+        // NO_ACCESS on a page, then a range across the set one and a gap: locations differ,
+        // the gap's range has the defaults, no GPU has access everywhere.
+        let mut no = [(KFD_IOCTL_SVM_ATTR_NO_ACCESS, g)];
+        assert_eq!(
+            svm(&d, base, 0x1000, KFD_IOCTL_SVM_OP_SET_ATTR, &mut no),
+            Ok(())
+        );
+        let mut empty: [(u32, u32); 0] = [];
+        assert_eq!(
+            svm(
+                &d,
+                base + 0x10000,
+                0x3000,
+                KFD_IOCTL_SVM_OP_SET_ATTR,
+                &mut empty
+            ),
+            Ok(())
+        );
+        let mut got = all(g);
+        assert_eq!(
+            svm(&d, base, 0x13000, KFD_IOCTL_SVM_OP_GET_ATTR, &mut got),
+            Ok(())
+        );
+        assert_eq!(got[0].1, KFD_IOCTL_SVM_LOCATION_UNDEFINED);
+        assert_eq!(got[1].1, KFD_IOCTL_SVM_LOCATION_UNDEFINED);
+        assert_eq!(got[2], (KFD_IOCTL_SVM_ATTR_NO_ACCESS, g));
+        // Flags all have: HOST_ACCESS; none has: all but HOST_ACCESS|COHERENT|GPU_EXEC|ALWAYS_MAPPED.
+        assert_eq!(got[3].1, KFD_IOCTL_SVM_FLAG_HOST_ACCESS);
+        assert_eq!(got[4].1, !(flags | KFD_IOCTL_SVM_FLAG_COHERENT));
+        // Where no range is: amdkfd's defaults (XNACK off: no access).
+        let mut got = all(g);
+        assert_eq!(
+            svm(&d, 0x1000, 0x1000, KFD_IOCTL_SVM_OP_GET_ATTR, &mut got),
+            Ok(())
+        );
+        assert_eq!(
+            got,
+            [
+                (
+                    KFD_IOCTL_SVM_ATTR_PREFERRED_LOC,
+                    KFD_IOCTL_SVM_LOCATION_UNDEFINED
+                ),
+                (
+                    KFD_IOCTL_SVM_ATTR_PREFETCH_LOC,
+                    KFD_IOCTL_SVM_LOCATION_UNDEFINED
+                ),
+                (KFD_IOCTL_SVM_ATTR_NO_ACCESS, g),
+                (KFD_IOCTL_SVM_ATTR_SET_FLAGS, 3),
+                (KFD_IOCTL_SVM_ATTR_CLR_FLAGS, !3),
+                (KFD_IOCTL_SVM_ATTR_GRANULARITY, 9),
+            ]
+        );
+    }
+
+    #[test]
+    fn svm_access_makes_host_memory_reachable_by_the_gpu() {
+        let d = dev();
+        let g = BUILTIN_GPU_ID;
+        let mut host = vec![0u8; 3 * 4096];
+        let addr = (host.as_mut_ptr() as u64 + 4095) & !4095;
+        let at = (addr - host.as_ptr() as u64) as usize;
+        host[at..at + 8].copy_from_slice(&0x1122_3344_5566_7788u64.to_le_bytes());
+        let read = |d: &EmulatedKfd| {
+            let allocs = d.device.allocs.read().unwrap();
+            let span = allocs
+                .device_span(g, addr, 8, "read")
+                .map_err(|f| f.address)?;
+            let mut out = [0u8; 8];
+            span.try_read_into(&mut out).unwrap();
+            Ok::<u64, u64>(u64::from_le_bytes(out))
+        };
+        // Registered without access (what ROCR's coarse-grain registration sends): a fault.
+        let mut flags = [(KFD_IOCTL_SVM_ATTR_CLR_FLAGS, KFD_IOCTL_SVM_FLAG_COHERENT)];
+        assert_eq!(
+            svm(&d, addr, 4096, KFD_IOCTL_SVM_OP_SET_ATTR, &mut flags),
+            Ok(())
+        );
+        assert_eq!(read(&d), Err(addr));
+        let mut access = [(KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, g)];
+        assert_eq!(
+            svm(&d, addr, 4096, KFD_IOCTL_SVM_OP_SET_ATTR, &mut access),
+            Ok(())
+        );
+        assert_eq!(read(&d), Ok(0x1122_3344_5566_7788));
+        // A span past the range's end faults at its first byte outside.
+        let allocs = d.device.allocs.read().unwrap();
+        let f = allocs.device_span(g, addr + 4092, 8, "read").unwrap_err();
+        assert_eq!(f.address, addr + 4096);
+        drop(allocs);
+        let mut no = [(KFD_IOCTL_SVM_ATTR_NO_ACCESS, g)];
+        assert_eq!(
+            svm(&d, addr, 4096, KFD_IOCTL_SVM_OP_SET_ATTR, &mut no),
+            Ok(())
+        );
+        assert_eq!(read(&d), Err(addr));
+        drop(host);
+    }
+
+    #[test]
+    fn svm_refuses_what_amdkfd_refuses() {
+        let d = dev();
+        let g = BUILTIN_GPU_ID;
+        let set = KFD_IOCTL_SVM_OP_SET_ATTR;
+        let base = 0x7f00_0000_0000u64;
+        let mut ok = [(KFD_IOCTL_SVM_ATTR_ACCESS, g)];
+        for (start, size) in [(base + 1, 0x1000), (base, 0x800), (0, 0x1000), (base, 0)] {
+            assert_eq!(
+                svm(&d, start, size, set, &mut ok),
+                Err(Errno::INVAL),
+                "{start:#x} {size:#x}"
+            );
+        }
+        assert_eq!(svm(&d, !0xfffu64, 0x2000, set, &mut ok), Err(Errno::INVAL));
+        assert_eq!(svm(&d, base, 0x1000, 2, &mut ok), Err(Errno::INVAL));
+        for bad in [
+            (8, 0),
+            (KFD_IOCTL_SVM_ATTR_ACCESS, g + 1),
+            (KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, 0xffff_ffff),
+            (KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, 7),
+            (KFD_IOCTL_SVM_ATTR_NO_ACCESS, 0),
+        ] {
+            let mut a = [bad];
+            assert_eq!(
+                svm(&d, base, 0x1000, set, &mut a),
+                Err(Errno::INVAL),
+                "{bad:?}"
+            );
+            let mut a = [bad];
+            if bad.0 >= KFD_IOCTL_SVM_ATTR_ACCESS {
+                assert_eq!(
+                    svm(&d, base, 0x1000, KFD_IOCTL_SVM_OP_GET_ATTR, &mut a),
+                    Err(Errno::INVAL),
+                    "{bad:?}"
+                );
+            }
+        }
+        // A failed SET_ATTR created no range.
+        assert_eq!(lock(&d.device.svm).len(), 0);
+        // nattr larger than the buffer holds (kfd_ioctl_svm_validate).
+        let head = SvmArgs {
+            start_addr: base,
+            size: 0x1000,
+            op: set,
+            nattr: 2,
+        };
+        let mut buf = head.as_bytes().to_vec();
+        buf.extend_from_slice(
+            SvmAttribute {
+                type_: KFD_IOCTL_SVM_ATTR_ACCESS,
+                value: g,
+            }
+            .as_bytes(),
+        );
+        assert_eq!(
+            raw(&d, AMDKFD_IOC_SVM + (8 << 16), &mut buf),
+            Err(Errno::INVAL)
+        );
+        let mut short = [0u8; 8];
+        assert_eq!(
+            raw(&d, AMDKFD_IOC_SVM & !(0x3fff << 16) | (8 << 16), &mut short),
+            Err(Errno::INVAL)
+        );
+        assert_eq!(svm(&d, base, 0x1000, set, &mut ok), Ok(()));
+        // A buffer object over the SVM range: EADDRINUSE (kfd_ioctl_alloc_memory_of_gpu); and
+        // an SVM range over a buffer object: EADDRINUSE (svm_range_check_vm).
+        let mut alloc = AllocMemoryOfGpuArgs {
+            va_addr: base,
+            size: 0x2000,
+            gpu_id: g,
+            flags: KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+            ..Default::default()
+        };
+        assert_eq!(
+            raw(&d, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, alloc.as_mut_bytes()),
+            Err(Errno::ADDRINUSE)
+        );
+        alloc.va_addr = base + 0x10000;
+        assert_eq!(
+            raw(&d, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, alloc.as_mut_bytes()),
+            Ok(())
+        );
+        assert_eq!(
+            svm(&d, base + 0x11000, 0x1000, set, &mut ok),
+            Err(Errno::ADDRINUSE)
+        );
     }
 
     #[test]

@@ -419,6 +419,10 @@ impl ProcessorHost for CpHost<'_> {
         self.stop.load(Ordering::SeqCst)
     }
 
+    fn is_scratch_request(&self, error: &hsa_core::Error) -> bool {
+        crate::gfx9::exec::is_scratch_request(error)
+    }
+
     fn execute_kernel(&self, dispatch: &DecodedKernelDispatch) -> hsa_core::Result<()> {
         if self.device.mode() == ExecutionMode::HostOnly {
             return self.run_host(dispatch);

@@ -71,7 +71,7 @@ impl CachePage {
 /// longest ago. Another [`Gfx9Target`] empties the cache.
 ///
 /// It also keeps the thread's first few waves (their register files, 64 KiB of VGPRs each,
-/// and as many AGPRs on gfx90a/gfx942), LDS and scratch buffers (up to 1 MiB) from one call
+/// and as many AGPRs on gfx90a/gfx942) and LDS buffer from one call
 /// to the next, so a small dispatch allocates nothing: a reused wave's registers are zeroed
 /// below the highest register any instruction decoded since the cache was last emptied
 /// names (no wave running code of this cache writes above it), so every dispatch still
@@ -101,10 +101,9 @@ pub struct DecodeCache {
     pub(super) invalidated: u64,
     /// Code bytes read from device memory ([`CodeSource::Device`]), over the cache's life.
     pub(super) code_bytes_read: u64,
-    /// The waves, LDS and scratch of the last call, reused by the next.
+    /// The waves and LDS of the last call, reused by the next.
     pub(super) waves: Vec<Wave>,
     pub(super) lds: Vec<u8>,
-    pub(super) scratch: Vec<u8>,
     /// The CUs of the last CU enable masks seen (`enabled_cus` of them).
     pub(super) cus: Option<([u32; crate::hwid::MAX_SHADER_ENGINES], Vec<CuId>)>,
 }

@@ -7,12 +7,12 @@ use super::*;
 /// Where one lane's access goes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Space {
-    /// A device address (the scratch backing window included).
+    /// A device address (the queue's scratch backing included).
     Global(u64),
     /// A byte offset in the work-group's LDS.
     Lds(u64),
-    /// A lane-relative private offset in the wave's scratch at `base` (an address in the
-    /// scratch backing window), swizzled per dword with the lane.
+    /// A lane-relative private offset in the wave's scratch at `base` (FLAT_SCRATCH: an
+    /// address in the queue's scratch backing), swizzled per dword with the lane.
     Private { base: u64, offset: u32 },
 }
 
@@ -23,40 +23,14 @@ pub(crate) fn swizzle(base: u64, offset: u32, lane: usize) -> u64 {
     base.wrapping_add(u64::from(offset / 4) * 256 + lane as u64 * 4 + u64::from(offset % 4))
 }
 
-/// Reads `buf.len()` bytes at `addr` of device memory, or of the running group's scratch
-/// backing when `addr` is in its window (outside the backing: zeros, as scratch's bounds
-/// check returns).
+/// Reads `buf.len()` bytes at `addr` of device memory (the queue's scratch backing is device
+/// memory too).
 pub(crate) fn read_global(ctx: &Ctx<'_, '_>, addr: u64, buf: &mut [u8]) -> Result<()> {
-    if let Some(o) = addr.checked_sub(SCRATCH_BACKING_BASE) {
-        if o < 1 << 40 {
-            let src = usize::try_from(o)
-                .ok()
-                .and_then(|o| ctx.scratch.get(o..o.checked_add(buf.len())?));
-            match src {
-                Some(src) => buf.copy_from_slice(src),
-                None => buf.fill(0),
-            }
-            return Ok(());
-        }
-    }
     ctx.memory.read(addr, buf)
 }
 
-/// Writes `data` at `addr` of device memory or of the group's scratch backing (dropped
-/// outside the backing).
+/// Writes `data` at `addr` of device memory.
 pub(crate) fn write_global(ctx: &mut Ctx<'_, '_>, addr: u64, data: &[u8]) -> Result<()> {
-    if let Some(o) = addr.checked_sub(SCRATCH_BACKING_BASE) {
-        if o < 1 << 40 {
-            let n = data.len();
-            if let Some(dst) = usize::try_from(o)
-                .ok()
-                .and_then(|o| ctx.scratch.get_mut(o..o.checked_add(n)?))
-            {
-                dst.copy_from_slice(data);
-            }
-            return Ok(());
-        }
-    }
     ctx.memory.write(addr, data)
 }
 
@@ -115,7 +89,7 @@ pub(crate) fn space_write(
 
 /// Atomically applies `f` (old → new) to the u32 or u64 (`wide`) of lane `lane` at `space`
 /// and returns the old value: device memory through [`DeviceMemory`]'s atomics, LDS and
-/// scratch (private to the running work-group) by read-modify-write.
+/// private (swizzled scratch) by read-modify-write.
 pub(crate) fn space_atomic(
     ctx: &mut Ctx<'_, '_>,
     space: Space,
@@ -124,18 +98,13 @@ pub(crate) fn space_atomic(
     f: &mut dyn FnMut(u64) -> u64,
 ) -> Result<u64> {
     if let Space::Global(a) = space {
-        let in_scratch = a
-            .checked_sub(SCRATCH_BACKING_BASE)
-            .is_some_and(|o| o < 1 << 40);
-        if !in_scratch {
-            return if wide {
-                ctx.memory.atomic_rmw_u64(a, f)
-            } else {
-                ctx.memory
-                    .atomic_rmw_u32(a, &mut |old| f(u64::from(old)) as u32)
-                    .map(u64::from)
-            };
-        }
+        return if wide {
+            ctx.memory.atomic_rmw_u64(a, f)
+        } else {
+            ctx.memory
+                .atomic_rmw_u32(a, &mut |old| f(u64::from(old)) as u32)
+                .map(u64::from)
+        };
     }
     let n = if wide { 8 } else { 4 };
     let mut b = [0u8; 8];

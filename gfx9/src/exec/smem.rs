@@ -134,13 +134,11 @@ pub(crate) fn scalar_memory(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruct
 /// immediate or SGPR byte offset, its low two bits cleared. The SBASE field is not used (the
 /// hardware supplies FLAT_SCRATCH instead: AMDGPU's assembler reference, gfx9 `sbase` of the
 /// scalar scratch instructions). The access is one per wave, so there is no per-lane
-/// swizzle: the bytes are at that address of the scratch backing, as a `global_` access of
-/// FLAT_SCRATCH + offset sees them (outside the running group's backing: reads 0, writes
-/// dropped, as [`read_global`] and [`write_global`] do for every private access).
+/// swizzle: the bytes are at that address of the queue's scratch backing, as a `global_`
+/// access of FLAT_SCRATCH + offset sees them.
 ///
 /// # Errors
-/// The memory's error for an access at a FLAT_SCRATCH outside the scratch backing and the
-/// device's memory.
+/// The memory's error for an address outside the device's memory.
 pub(crate) fn scalar_scratch(
     ctx: &mut Ctx<'_, '_>,
     w: &mut Wave,

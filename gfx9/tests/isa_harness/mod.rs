@@ -9,8 +9,13 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
+use hsa_core::abi::queue::AmdQueue;
+use hsa_core::queue::scratch::ScratchLayout;
 use hsa_core::Result;
-use hsa_gfx9::exec::{run_dispatch, DispatchState, KernelCode};
+use hsa_gfx9::exec::{run_dispatch, DispatchState, KernelCode, QueueScratch};
+
+/// Device address of the queue scratch a dispatch gets.
+const SCRATCH: u64 = 0x5000_0000_0000;
 use hsa_gfx9::hwid::WaveLaunch;
 use hsa_gfx9::Gfx9Target;
 use object::{Object, ObjectSection, ObjectSymbol};
@@ -175,6 +180,17 @@ impl Isa {
         let mut st = DispatchState::one_dimensional(items, group, 0, KERNARG);
         st.group_segment_size = kd.group_segment_fixed_size;
         st.private_segment_size = kd.private_segment_fixed_size;
+        // The queue's scratch as hsa-core lays it out (one compute unit with a slot per wave
+        // of the group), read back from its amd_queue_t as the CP does.
+        let waves = u32::from(group).div_ceil(64);
+        if let Some(layout) = ScratchLayout::new(st.private_segment_size, 1, waves)? {
+            let mut q = AmdQueue::default();
+            layout.fill(SCRATCH, &mut q);
+            mem.add(SCRATCH, vec![0; layout.size_bytes as usize]);
+            let mut b = [0u8; 256];
+            b.copy_from_slice(zerocopy::IntoBytes::as_bytes(&q));
+            st.scratch = QueueScratch::from_amd_queue(&b);
+        }
         st.launch = launch;
         st.gb_addr_config = gb_addr_config;
         let ran = run_dispatch(&code, &kd, self.target, &st, &mem);

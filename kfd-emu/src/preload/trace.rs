@@ -191,6 +191,19 @@ pub fn decode_kfd(nr: u8, bytes: &[u8]) -> String {
         0x18 => as_debug::<MapMemoryToGpuArgs>(bytes),
         0x19 => as_debug::<UnmapMemoryFromGpuArgs>(bytes),
         0x1A => as_debug::<SetCuMaskArgs>(bytes),
+        0x20 => {
+            // The head, then the attributes the request's size carries.
+            let n = size_of::<SvmArgs>().min(bytes.len());
+            let attrs: Vec<String> = bytes[n..]
+                .chunks_exact(size_of::<SvmAttribute>())
+                .map(as_debug::<SvmAttribute>)
+                .collect();
+            format!(
+                "{} [{}]",
+                as_debug::<SvmArgs>(&bytes[..n]),
+                attrs.join(", ")
+            )
+        }
         0x21 => as_debug::<SetXnackModeArgs>(bytes),
         0x23 => as_debug::<GetAvailableMemoryArgs>(bytes),
         0x25 => as_debug::<RuntimeEnableArgs>(bytes),

@@ -480,6 +480,32 @@ abi_struct! {
 }
 
 abi_struct! {
+    /// One attribute of an `AMDKFD_IOC_SVM` request (`struct kfd_ioctl_svm_attribute`).
+    SvmAttribute("kfd_ioctl_svm_attribute", 8) {
+        /// `KFD_IOCTL_SVM_ATTR_*`.
+        type_: u32,
+        /// A gpu_id, a location, flags or a granularity (log2 of pages), by `type_`.
+        value: u32,
+    }
+}
+
+abi_struct! {
+    /// `AMDKFD_IOC_SVM` (interface 1.5+): the fixed head of the argument; `nattr`
+    /// [`SvmAttribute`]s follow it in the same buffer, and the caller puts their size into the
+    /// request's `_IOC_SIZE` (libhsakmt: `AMDKFD_IOC_SVM + (s_attr << _IOC_SIZESHIFT)`).
+    SvmArgs("kfd_ioctl_svm_args", 24) {
+        /// To KFD: first byte of the range (page-aligned, non-zero).
+        start_addr: u64,
+        /// To KFD: length, bytes (page-aligned, non-zero).
+        size: u64,
+        /// To KFD: `KFD_IOCTL_SVM_OP_SET_ATTR` or `KFD_IOCTL_SVM_OP_GET_ATTR`.
+        op: u32,
+        /// To KFD: number of attributes after the head.
+        nattr: u32,
+    }
+}
+
+abi_struct! {
     /// `RUNTIME_ENABLE` (interface 1.13+; absent from 1.11 headers).
     RuntimeEnableArgs("kfd_ioctl_runtime_enable_args", 16) {
         /// To KFD: pointer to the `r_debug` shared with a debugger (0 when none).
@@ -581,10 +607,46 @@ pub const AMDKFD_IOC_IMPORT_DMABUF: u32 = iowr::<ImportDmabufArgs>(0x1D);
 /// `AMDKFD_IOC_EXPORT_DMABUF`: `_IOWR('K', 0x24, ...)` (interface 1.12+; absent from 1.11
 /// headers).
 pub const AMDKFD_IOC_EXPORT_DMABUF: u32 = iowr::<ExportDmabufArgs>(0x24);
+/// `AMDKFD_IOC_SVM`: `_IOWR('K', 0x20, ...)` of the fixed head ([`SvmArgs`]); callers add
+/// the attributes' size to `_IOC_SIZE`.
+pub const AMDKFD_IOC_SVM: u32 = iowr::<SvmArgs>(0x20);
 /// `AMDKFD_IOC_RUNTIME_ENABLE`: `_IOWR('K', 0x25, ...)` (interface 1.13+).
 pub const AMDKFD_IOC_RUNTIME_ENABLE: u32 = iowr::<RuntimeEnableArgs>(0x25);
 
 // ---- flags and constants ----
+
+/// `KFD_IOCTL_SVM_OP_SET_ATTR`: modify attributes of a range.
+pub const KFD_IOCTL_SVM_OP_SET_ATTR: u32 = 0;
+/// `KFD_IOCTL_SVM_OP_GET_ATTR`: query attributes of a range.
+pub const KFD_IOCTL_SVM_OP_GET_ATTR: u32 = 1;
+/// `KFD_IOCTL_SVM_LOCATION_SYSMEM`: system memory as a location.
+pub const KFD_IOCTL_SVM_LOCATION_SYSMEM: u32 = 0;
+/// `KFD_IOCTL_SVM_LOCATION_UNDEFINED`: no location.
+pub const KFD_IOCTL_SVM_LOCATION_UNDEFINED: u32 = 0xffff_ffff;
+/// `KFD_IOCTL_SVM_ATTR_PREFERRED_LOC`: gpu_id of the preferred location (or a location).
+pub const KFD_IOCTL_SVM_ATTR_PREFERRED_LOC: u32 = 0;
+/// `KFD_IOCTL_SVM_ATTR_PREFETCH_LOC`: gpu_id to prefetch to (or system memory).
+pub const KFD_IOCTL_SVM_ATTR_PREFETCH_LOC: u32 = 1;
+/// `KFD_IOCTL_SVM_ATTR_ACCESS`: the GPU (value) may access the range.
+pub const KFD_IOCTL_SVM_ATTR_ACCESS: u32 = 2;
+/// `KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE`: the GPU may access it where it is, no migration.
+pub const KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE: u32 = 3;
+/// `KFD_IOCTL_SVM_ATTR_NO_ACCESS`: the GPU may not access it.
+pub const KFD_IOCTL_SVM_ATTR_NO_ACCESS: u32 = 4;
+/// `KFD_IOCTL_SVM_ATTR_SET_FLAGS`: `KFD_IOCTL_SVM_FLAG_*` to set.
+pub const KFD_IOCTL_SVM_ATTR_SET_FLAGS: u32 = 5;
+/// `KFD_IOCTL_SVM_ATTR_CLR_FLAGS`: `KFD_IOCTL_SVM_FLAG_*` to clear.
+pub const KFD_IOCTL_SVM_ATTR_CLR_FLAGS: u32 = 6;
+/// `KFD_IOCTL_SVM_ATTR_GRANULARITY`: migration granularity, log2 of pages.
+pub const KFD_IOCTL_SVM_ATTR_GRANULARITY: u32 = 7;
+/// `KFD_IOCTL_SVM_FLAG_HOST_ACCESS`: the host may access the range.
+pub const KFD_IOCTL_SVM_FLAG_HOST_ACCESS: u32 = 0x1;
+/// `KFD_IOCTL_SVM_FLAG_COHERENT`: fine-grained coherence.
+pub const KFD_IOCTL_SVM_FLAG_COHERENT: u32 = 0x2;
+/// `KFD_IOCTL_SVM_FLAG_GPU_EXEC`: the GPU may execute code from it.
+pub const KFD_IOCTL_SVM_FLAG_GPU_EXEC: u32 = 0x10;
+/// `KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED` (interface 1.11+): kept mapped on the GPU.
+pub const KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED: u32 = 0x40;
 
 /// Queue type: PM4 compute.
 pub const KFD_IOC_QUEUE_TYPE_COMPUTE: u32 = 0x0;

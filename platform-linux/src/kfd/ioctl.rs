@@ -27,7 +27,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use hsa_core::{error, Error, Status};
-use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
 use rustix::mm::{Advice, MapFlags, ProtFlags};
@@ -35,6 +34,93 @@ use rustix::mm::{Advice, MapFlags, ProtFlags};
 use super::driver::{KfdDriver, MapTarget};
 use crate::device::va::FreeList;
 use crate::topology::Topology;
+
+/// The calls on the device files (`/dev/kfd`, render nodes, dma-bufs) through the C
+/// library rather than rustix's direct system calls, as libhsakmt makes them: a process-level
+/// interposer of `open`/`ioctl`/`mmap` (kfd-emu's `LD_PRELOAD` library, which serves an
+/// emulated `/dev/kfd` that exists on no filesystem) then sees them, and without one they are
+/// the same system calls.
+mod libc_sys {
+    use std::ffi::{c_void, CString};
+    use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+
+    use rustix::io::Errno;
+
+    use super::RawArg;
+
+    fn last_errno() -> Errno {
+        Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    }
+
+    /// `open(path, O_RDWR | O_CLOEXEC)`.
+    ///
+    /// # Errors
+    /// `open`'s errno; `EINVAL` for a path with a NUL byte.
+    pub(super) fn open_rw(path: &Path) -> Result<OwnedFd, Errno> {
+        let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| Errno::INVAL)?;
+        // SAFETY: `c` is a NUL-terminated path that lives across the call.
+        let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(last_errno());
+        }
+        // SAFETY: `fd` was just returned by open and is owned by no one else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// `ioctl(fd, opcode, buffer)`.
+    ///
+    /// # Safety
+    /// As `rustix::ioctl::ioctl` for [`RawArg`]: the buffer is exactly the size the request
+    /// encodes, and the memory its pointers name is valid for the kernel's accesses.
+    pub(super) unsafe fn ioctl(fd: BorrowedFd<'_>, mut raw: RawArg<'_>) -> Result<(), Errno> {
+        use rustix::ioctl::Ioctl;
+        let opcode = raw.opcode() as libc::c_ulong;
+        let arg = raw.as_ptr();
+        // SAFETY: the caller's contract; `fd` is open for the call.
+        let r = unsafe { libc::ioctl(fd.as_raw_fd(), opcode, arg) };
+        if r < 0 {
+            Err(last_errno())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// `mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED [| MAP_FIXED], fd, offset)`.
+    ///
+    /// # Safety
+    /// With `fixed`, `[at, at + len)` is the caller's to replace.
+    pub(super) unsafe fn mmap_shared_rw(
+        at: *mut c_void,
+        len: usize,
+        fixed: bool,
+        fd: BorrowedFd<'_>,
+        offset: u64,
+    ) -> Result<*mut c_void, Errno> {
+        let mut flags = libc::MAP_SHARED;
+        if fixed {
+            flags |= libc::MAP_FIXED;
+        }
+        let offset = libc::off_t::try_from(offset).map_err(|_| Errno::INVAL)?;
+        // SAFETY: the caller's contract for a fixed range; otherwise the kernel picks.
+        let p = unsafe {
+            libc::mmap(
+                at,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                fd.as_raw_fd(),
+                offset,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            Err(last_errno())
+        } else {
+            Ok(p)
+        }
+    }
+}
 
 /// Path of the amdkfd character device.
 pub const KFD_PATH: &str = "/dev/kfd";
@@ -142,19 +228,16 @@ impl DevKfd {
             return Ok(kfd);
         }
         let shown = path.display();
-        let kfd =
-            rustix::fs::open(path, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).map_err(|e| {
-                match e {
-                    Errno::NOENT | Errno::NODEV | Errno::NXIO => {
-                        error!(Status::Error, "no AMD GPU driver: {shown} missing")
-                    }
-                    Errno::ACCESS | Errno::PERM => error!(
-                        Status::Error,
-                        "permission denied on {shown}: join the render group"
-                    ),
-                    e => error!(Status::Error, "open {shown}: {e}"),
-                }
-            })?;
+        let kfd = libc_sys::open_rw(path).map_err(|e| match e {
+            Errno::NOENT | Errno::NODEV | Errno::NXIO => {
+                error!(Status::Error, "no AMD GPU driver: {shown} missing")
+            }
+            Errno::ACCESS | Errno::PERM => error!(
+                Status::Error,
+                "permission denied on {shown}: join the render group"
+            ),
+            e => error!(Status::Error, "open {shown}: {e}"),
+        })?;
         let kfd = Arc::new(DevKfd {
             kfd,
             render_minors: Mutex::new(minors.collect()),
@@ -175,11 +258,7 @@ impl DevKfd {
             return Err(Errno::NODEV);
         }
         let path = format!("/dev/dri/renderD{minor}");
-        let fd = Arc::new(rustix::fs::open(
-            path.as_str(),
-            OFlags::RDWR | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?);
+        let fd = Arc::new(libc_sys::open_rw(Path::new(&path))?);
         fds.insert(gpu_id, fd.clone());
         Ok(fd)
     }
@@ -214,7 +293,7 @@ impl KfdDriver for DevKfd {
             // the memory the argument's pointers name is valid as this function's caller
             // guarantees (KfdDriver::ioctl's `# Safety`), and the kernel's copies stay within
             // the lengths the argument gives.
-            match unsafe { rustix::ioctl::ioctl(&self.kfd, raw) } {
+            match unsafe { libc_sys::ioctl(self.kfd.as_fd(), raw) } {
                 // libhsakmt's kmtIoctl retries these: a signal or a transient eviction.
                 Err(Errno::INTR) | Err(Errno::AGAIN) => continue,
                 r => return r,
@@ -249,24 +328,11 @@ impl KfdDriver for DevKfd {
             MapTarget::DmaBuf(fd) if fd >= 0 => unsafe { BorrowedFd::borrow_raw(fd) },
             MapTarget::DmaBuf(_) => return Err(Errno::BADF),
         };
-        let mut flags = MapFlags::SHARED;
-        if addr.is_some() {
-            flags |= MapFlags::FIXED;
-        }
         let at = addr.map_or(ptr::null_mut(), |a| a.as_ptr().cast::<c_void>());
         // SAFETY: with `addr` the caller owns `[addr, addr + len)` and nothing else uses it
         // (KfdDriver::mmap's `# Safety`), so replacing its mapping invalidates nothing; without
         // `addr` the kernel picks unused addresses.
-        let p = unsafe {
-            rustix::mm::mmap(
-                at,
-                len,
-                ProtFlags::READ | ProtFlags::WRITE,
-                flags,
-                fd,
-                offset,
-            )?
-        };
+        let p = unsafe { libc_sys::mmap_shared_rw(at, len, addr.is_some(), fd, offset)? };
         NonNull::new(p.cast::<u8>()).ok_or(Errno::INVAL)
     }
 

@@ -1,0 +1,175 @@
+//! A queue's scratch (private segment backing memory), as ROCR sets it up at queue creation
+//! and the command processor reads it at each dispatch: device memory of one slot per wave
+//! the GPU can hold (`max_slots_scratch_cu` × compute units), each slot 64 lanes × the
+//! private bytes per lane rounded up to 1 KiB; the fields of `amd_queue_t` that describe it
+//! (the private segment buffer V#, `COMPUTE_TMPRING_SIZE`, the backing's address and size, the
+//! bytes per lane).
+//!
+//! Ref: ROCR `AqlQueue::InitScratchSRD` and `GpuAgent::QueueCreate` (ROCm 5.2) for the sizes
+//! and fields; AMDGPUUsage "Private Segment Buffer" and "Flat Scratch"; the Vega ISA §8.1.8
+//! "Buffer resource" for the V#'s bits; gfx9's `COMPUTE_TMPRING_SIZE` (WAVES [11:0],
+//! WAVESIZE [24:12] in 1 KiB units).
+
+use crate::abi::queue::AmdQueue;
+use crate::status::{Error, Result, Status};
+
+/// Private bytes per lane hsa-core gives a queue when its creator does not say
+/// ([`QueueConfig::private_segment_size`](super::QueueConfig::private_segment_size) `None`):
+/// 2 KiB, ROCR's `DEFAULT_SCRATCH_BYTES_PER_THREAD` (its per-queue scratch for a full-profile
+/// agent; a dGPU's ROCR queue starts without scratch and grows it on the CP's request).
+pub const DEFAULT_PRIVATE_SEGMENT_BYTES: u32 = 2048;
+
+/// Largest private segment per lane a queue can have, bytes: 64 lanes of it fill gfx9's
+/// largest `COMPUTE_TMPRING_SIZE.WAVESIZE`, 8191 KiB (ROCR's `MAX_WAVE_SCRATCH`, 8387584
+/// bytes per wave, beyond which `AcquireQueueScratch` gives no scratch).
+pub const MAX_PRIVATE_SEGMENT_BYTES: u32 = 131_056;
+
+/// `COMPUTE_TMPRING_SIZE.WAVES` is 12 bits.
+const MAX_WAVES: u32 = 0xFFF;
+
+/// Lanes of a gfx9 wave.
+const LANES: u64 = 64;
+
+/// The shape of a queue's scratch: per-lane and per-wave bytes, wave slots, total size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScratchLayout {
+    /// Private bytes per lane the queue holds (`scratch_wave64_lane_byte_size`): the
+    /// requested size rounded up to 16 bytes (64 lanes of it then fill whole KiB).
+    pub lane_bytes: u32,
+    /// Wave slots (`COMPUTE_TMPRING_SIZE.WAVES`): compute units × `max_slots_scratch_cu`,
+    /// at most 4095.
+    pub waves: u32,
+    /// Bytes of backing memory: `waves` × 64 × `lane_bytes`.
+    pub size_bytes: u64,
+}
+
+impl ScratchLayout {
+    /// The scratch of a queue on a GPU of `cu_count` compute units that runs
+    /// `max_slots_scratch_cu` scratch waves per CU (KFD topology `max_slots_scratch_cu`), with
+    /// `lane_bytes` of private memory per lane. `None` when there is none to give (no
+    /// private bytes, no compute units or slots: a CPU node or an agent that reports none).
+    ///
+    /// # Errors
+    /// [`Status::OutOfResources`] when `lane_bytes` exceeds [`MAX_PRIVATE_SEGMENT_BYTES`]
+    /// (ROCR's status for `hsa_queue_create`).
+    pub fn new(lane_bytes: u32, cu_count: u32, max_slots_scratch_cu: u32) -> Result<Option<Self>> {
+        if lane_bytes > MAX_PRIVATE_SEGMENT_BYTES {
+            return Err(Error::lazy(
+                Status::OutOfResources,
+                [u64::from(lane_bytes)],
+                |&[n, ..], f| {
+                    write!(
+                        f,
+                        "private_segment_size {n} bytes per work-item exceeds the \
+                         {MAX_PRIVATE_SEGMENT_BYTES} a queue's scratch can hold \
+                         (COMPUTE_TMPRING_SIZE.WAVESIZE)"
+                    )
+                },
+            ));
+        }
+        let waves = cu_count.saturating_mul(max_slots_scratch_cu).min(MAX_WAVES);
+        if lane_bytes == 0 || waves == 0 {
+            return Ok(None);
+        }
+        let lane_bytes = lane_bytes.next_multiple_of(16);
+        Ok(Some(ScratchLayout {
+            lane_bytes,
+            waves,
+            size_bytes: u64::from(waves) * LANES * u64::from(lane_bytes),
+        }))
+    }
+
+    /// Bytes per wave slot: 64 × [`lane_bytes`](Self::lane_bytes), a whole number of KiB.
+    pub const fn wave_bytes(&self) -> u64 {
+        LANES * self.lane_bytes as u64
+    }
+
+    /// The `COMPUTE_TMPRING_SIZE` value: WAVES [11:0], WAVESIZE [24:12] (KiB per wave).
+    pub const fn compute_tmpring_size(&self) -> u32 {
+        self.waves | ((self.wave_bytes() / 1024) as u32) << 12
+    }
+
+    /// Writes the scratch fields of `amd_queue` for backing memory at device address `base`
+    /// (ROCR's `InitScratchSRD` on gfx9): the private segment buffer V# — base, stride 0,
+    /// SWIZZLE_ENABLE; NUM_RECORDS the size (saturating at 32 bits); DST_SEL XYZW,
+    /// NUM_FORMAT UINT, DATA_FORMAT 32, ELEMENT_SIZE 4 bytes, INDEX_STRIDE 64, ADD_TID_ENABLE,
+    /// ATC 0 (a dGPU's base profile) — `compute_tmpring_size`, the backing's address and size,
+    /// and the bytes per lane.
+    pub fn fill(&self, base: u64, amd_queue: &mut AmdQueue) {
+        amd_queue.scratch_resource_descriptor = resource_descriptor(base, self.size_bytes);
+        amd_queue.compute_tmpring_size = self.compute_tmpring_size();
+        amd_queue.scratch_backing_memory_location = base;
+        amd_queue.scratch_backing_memory_byte_size = self.size_bytes;
+        amd_queue.scratch_wave64_lane_byte_size = self.lane_bytes;
+    }
+}
+
+/// The gfx9 private segment buffer V# of scratch at `base` of `size_bytes` (see
+/// [`ScratchLayout::fill`]).
+pub const fn resource_descriptor(base: u64, size_bytes: u64) -> [u32; 4] {
+    // SQ_BUF_RSRC_WORD3: DST_SEL_X..W = 4, 5, 6, 7 (bits 0..12), NUM_FORMAT [14:12] UINT (4),
+    // DATA_FORMAT [18:15] 32 (4), ELEMENT_SIZE [20:19] 1 (4 bytes), INDEX_STRIDE [22:21] 3
+    // (64), ADD_TID_ENABLE [23].
+    let word3 = 4 | 5 << 3 | 6 << 6 | 7 << 9 | 4 << 12 | 4 << 15 | 1 << 19 | 3 << 21 | 1 << 23;
+    let records = if size_bytes > u32::MAX as u64 {
+        u32::MAX
+    } else {
+        size_bytes as u32
+    };
+    [
+        base as u32,
+        // BASE_ADDRESS_HI [15:0], STRIDE [29:16] 0, CACHE_SWIZZLE [30] 0, SWIZZLE_ENABLE [31].
+        (base >> 32) as u32 & 0xFFFF | 1 << 31,
+        records,
+        word3,
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The emulated MI210's node (104 CUs, 32 scratch slots per CU) with 1 KiB per lane:
+    /// 3328 waves of 64 KiB, 208 MiB; the V# and TMPRING_SIZE bits worked out by hand.
+    #[test]
+    fn layout_and_fields_of_an_mi210_queue() {
+        let l = ScratchLayout::new(1024, 104, 32).unwrap().unwrap();
+        assert_eq!(l.waves, 3328);
+        assert_eq!(l.wave_bytes(), 65536);
+        assert_eq!(l.size_bytes, 3328 * 65536);
+        // WAVES 3328 = 0xD00, WAVESIZE 64 KiB = 0x40 << 12.
+        assert_eq!(l.compute_tmpring_size(), 0x0004_0D00);
+        let mut q = AmdQueue::default();
+        l.fill(0x7f12_3456_0000, &mut q);
+        assert_eq!(
+            q.scratch_resource_descriptor,
+            [0x3456_0000, 0x8000_7f12, 0x0D00_0000, 0x00EA_4FAC]
+        );
+        assert_eq!(q.scratch_backing_memory_location, 0x7f12_3456_0000);
+        assert_eq!(q.scratch_backing_memory_byte_size, 218_103_808);
+        assert_eq!(q.scratch_wave64_lane_byte_size, 1024);
+    }
+
+    /// Per-lane sizes round up to 16 bytes (whole KiB per wave); the slot count stops at
+    /// WAVES' 12 bits; no lanes, CUs or slots give no scratch; above ROCR's limit is refused.
+    #[test]
+    fn rounding_limits_and_refusals() {
+        let l = ScratchLayout::new(100, 4, 32).unwrap().unwrap();
+        assert_eq!((l.lane_bytes, l.wave_bytes(), l.waves), (112, 7168, 128));
+        assert_eq!(l.compute_tmpring_size(), 128 | 7 << 12);
+        assert_eq!(
+            ScratchLayout::new(16, 1000, 32).unwrap().unwrap().waves,
+            4095
+        );
+        assert_eq!(ScratchLayout::new(0, 104, 32).unwrap(), None);
+        assert_eq!(ScratchLayout::new(1024, 0, 32).unwrap(), None);
+        assert_eq!(ScratchLayout::new(1024, 104, 0).unwrap(), None);
+        let top = ScratchLayout::new(MAX_PRIVATE_SEGMENT_BYTES, 1, 1)
+            .unwrap()
+            .unwrap();
+        assert_eq!(top.compute_tmpring_size() >> 12, 0x1FFF);
+        let e = ScratchLayout::new(MAX_PRIVATE_SEGMENT_BYTES + 1, 1, 1).unwrap_err();
+        assert_eq!(e.status(), Status::OutOfResources);
+        assert!(e.detail().contains("131057"), "{}", e.detail());
+    }
+}
