@@ -122,3 +122,42 @@ pub struct SvmAttributePair {
     /// Its value.
     pub value: u64,
 }
+
+/// `hsa_amd_vmem_address_reserve_flag_t` (`hsa_ext_amd.h`, ROCR 7): reserve a range of host
+/// virtual addresses only, without registering it with the driver.
+pub const HSA_AMD_VMEM_ADDRESS_NO_REGISTER: u64 = 1 << 0;
+
+/// `hsa_amd_memory_type_t` (`hsa_ext_amd.h`, ROCR 7), `hsa_amd_vmem_handle_create`'s `type`:
+/// ordinary memory.
+pub const MEMORY_TYPE_NONE: u32 = 0;
+/// `hsa_amd_memory_type_t`: pinned memory.
+pub const MEMORY_TYPE_PINNED: u32 = 1;
+
+/// `hsa_amd_dma_buf_mapping_type_t` (`hsa_ext_amd.h`, ROCR 7), the flags of
+/// `hsa_amd_portable_export_dmabuf_v2`: no particular mapping.
+pub const HSA_AMD_DMABUF_MAPPING_TYPE_NONE: u64 = 0;
+/// `hsa_amd_dma_buf_mapping_type_t`: the importer maps the memory over PCIe.
+pub const HSA_AMD_DMABUF_MAPPING_TYPE_PCIE: u64 = 1;
+
+/// `hsa_amd_vmem_alloc_handle_t` (`hsa_ext_amd.h`, ROCR 7): an opaque handle to a physical
+/// allocation made by `hsa_amd_vmem_handle_create`, 8 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HsaAmdVmemAllocHandle {
+    /// Opaque handle.
+    pub handle: u64,
+}
+const _: () = assert!(core::mem::size_of::<HsaAmdVmemAllocHandle>() == 8);
+
+/// `hsa_amd_memory_access_desc_t` (`hsa_ext_amd.h`, ROCR 7): one agent's access to a mapped
+/// range, `hsa_amd_vmem_set_access`'s array element; 16 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HsaAmdMemoryAccessDesc {
+    /// `hsa_access_permission_t` (`HSA_ACCESS_PERMISSION_NONE` 0, `_RO` 1, `_WO` 2, `_RW` 3).
+    pub permissions: u32,
+    /// The agent (`hsa_agent_t`).
+    pub agent_handle: u64,
+}
+const _: () = assert!(core::mem::size_of::<HsaAmdMemoryAccessDesc>() == 16);
+const _: () = assert!(core::mem::offset_of!(HsaAmdMemoryAccessDesc, agent_handle) == 8);
