@@ -374,8 +374,8 @@ pub struct QueueScratch {
     pub backing_memory_location: u64,
     /// `amd_queue_t.scratch_backing_memory_byte_size` (offset 168), bytes.
     pub backing_memory_byte_size: u64,
-    /// `amd_queue_t.compute_tmpring_size` (offset 140): WAVES [11:0] (wave slots) and
-    /// WAVESIZE [24:12] (bytes per slot in 1 KiB units).
+    /// `amd_queue_t.compute_tmpring_size` (offset 140): WAVES \[11:0\] (wave slots) and
+    /// WAVESIZE \[24:12\] (bytes per slot in 1 KiB units).
     pub compute_tmpring_size: u32,
     /// The first wave slot the waves of this call take: the interpreter's host threads run
     /// work-groups at once, each thread on its own slots (thread `t` takes slots from

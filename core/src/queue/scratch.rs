@@ -7,8 +7,8 @@
 //!
 //! Ref: ROCR `AqlQueue::InitScratchSRD` and `GpuAgent::QueueCreate` (ROCm 5.2) for the sizes
 //! and fields; AMDGPUUsage "Private Segment Buffer" and "Flat Scratch"; the Vega ISA §8.1.8
-//! "Buffer resource" for the V#'s bits; gfx9's `COMPUTE_TMPRING_SIZE` (WAVES [11:0],
-//! WAVESIZE [24:12] in 1 KiB units).
+//! "Buffer resource" for the V#'s bits; gfx9's `COMPUTE_TMPRING_SIZE` (WAVES \[11:0\],
+//! WAVESIZE \[24:12\] in 1 KiB units).
 
 use crate::abi::queue::AmdQueue;
 use crate::status::{Error, Result, Status};
@@ -84,7 +84,7 @@ impl ScratchLayout {
         LANES * self.lane_bytes as u64
     }
 
-    /// The `COMPUTE_TMPRING_SIZE` value: WAVES [11:0], WAVESIZE [24:12] (KiB per wave).
+    /// The `COMPUTE_TMPRING_SIZE` value: WAVES \[11:0\], WAVESIZE \[24:12\] (KiB per wave).
     pub const fn compute_tmpring_size(&self) -> u32 {
         self.waves | ((self.wave_bytes() / 1024) as u32) << 12
     }

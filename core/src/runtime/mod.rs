@@ -60,7 +60,7 @@ pub struct SystemInfo {
     /// AMD extensions are reported through `hsa_system_extension_supported`); 0 here.
     pub extensions: [u8; 128],
     /// `HSA_AMD_SYSTEM_INFO_XNACK_ENABLED` (ROCR 7 `hsa.h`): whether this process runs with
-    /// XNACK on ([`TopologySource::xnack_enabled`](crate::platform::TopologySource::xnack_enabled)).
+    /// XNACK on ([`TopologySource::xnack_enabled`]).
     pub xnack_enabled: bool,
 }
 
