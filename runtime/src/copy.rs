@@ -309,18 +309,25 @@ impl<P: Platform + 'static> CopyEngine<P> {
             .collect();
         for (engine, queue) in queues {
             queue.mark_stopped();
-            let failed = self.fail_in_flight(&queue, engine);
+            let stuck = self.take_in_flight(&queue, engine);
+            // The report is written before any completion signal changes: a program that
+            // sees -1 and exits at once must not lose it.
             log::error!(
-                "node {}: a GPU memory fault ended its SDMA queue; {failed} copies on it did \
+                "node {}: a GPU memory fault ended its SDMA queue; {} copies on it did \
                  not complete (completion signals set to -1), later ones fail",
-                node.0
+                node.0,
+                stuck.len()
             );
+            for sig in stuck {
+                sig.store(-1, StoreOrder::Release);
+            }
         }
     }
 
-    /// Sets the completion signal of every command of `queue` past its read pointer that is
-    /// still above 0 to -1 (the queue has stopped); how many there were.
-    fn fail_in_flight(&self, queue: &SdmaQueue<Arc<P>>, engine: CopyEngineId) -> usize {
+    /// Takes the commands of `queue` past its read pointer off the in-flight list and returns
+    /// the completion signals of those still above 0 (the queue has stopped, so none of them
+    /// can complete any more).
+    fn take_in_flight(&self, queue: &SdmaQueue<Arc<P>>, engine: CopyEngineId) -> Vec<Arc<Sig<P>>> {
         let read = queue.read_pointer();
         let stuck: Vec<Weak<Sig<P>>> = {
             let mut in_flight = lock(&self.in_flight);
@@ -328,14 +335,11 @@ impl<P: Platform + 'static> CopyEngine<P> {
             let (stuck, _done): (Vec<_>, Vec<_>) = list.drain(..).partition(|(end, _)| *end > read);
             stuck.into_iter().map(|(_, s)| s).collect()
         };
-        let mut failed = 0;
-        for sig in stuck.iter().filter_map(Weak::upgrade) {
-            if sig.load(LoadOrder::Acquire) > 0 {
-                sig.store(-1, StoreOrder::Release);
-                failed += 1;
-            }
-        }
-        failed
+        stuck
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|sig| sig.load(LoadOrder::Acquire) > 0)
+            .collect()
     }
 
     /// The engines of GPU `node` with commands that may not have run yet (ROCm 7's
@@ -408,7 +412,9 @@ impl<P: Platform + 'static> CopyEngine<P> {
         // A fault handler that stopped the queue between the submit and the entry above
         // did not see this copy.
         if queue.is_stopped() {
-            self.fail_in_flight(&queue, engine);
+            for sig in self.take_in_flight(&queue, engine) {
+                sig.store(-1, StoreOrder::Release);
+            }
         }
         Ok(true)
     }
