@@ -148,7 +148,8 @@ fn exported_symbols() -> Vec<(String, String)> {
 
 /// The export table: every function under `ROCR_1`, rocminfo's ten imports among them, the
 /// soname `libhsa-runtime64.so.1`, and every export declared by `hsa.h`/`hsa_ext_amd.h`
-/// (with `hsa_ext_image.h`), `hsa_ext_finalize.h` or `hsa_rt_ext.h`: a C file taking each one's address compiles with `-Werror`.
+/// (with `hsa_ext_image.h`), `hsa_ext_finalize.h`, `hsa_rt_ext.h` or `hsa_rocr7.h` (ROCR 7's
+/// additions, declared for programs built against ROCR 5.2's headers): a C file taking each one's address compiles with `-Werror`.
 #[test]
 fn exports_are_declared_api_under_rocr_1() {
     if !have_headers() || !which("objdump") {
@@ -187,7 +188,7 @@ fn exports_are_declared_api_under_rocr_1() {
 
     let mut c = String::from(
         "#include <hsa/hsa.h>\n#include <hsa/hsa_ext_amd.h>\n#include <hsa/hsa_ext_finalize.h>\n\
-         #include \"hsa_rt_ext.h\"\n\
+         #include \"hsa_rt_ext.h\"\n#include \"hsa_rocr7.h\"\n\
          void* exports[] = {\n",
     );
     for (name, _) in &syms {
@@ -498,6 +499,33 @@ fn c_api_check_passes() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(stdout, "api_check: ok\n");
+}
+
+/// `c/rocr7_api.c`: the ROCR 7 functions and attributes HIP 7.2.4 needs, with values and
+/// statuses checked in C: TIMESTAMP_FREQUENCY (1 GHz on the emulated GPU, the system's on the
+/// CPU), ASIC_FAMILY_ID 141, NEAREST_CPU, MEMORY_AVAIL, CLOCK_COUNTERS; copy-engine status
+/// (ROCR 7's mask per direction, an engine with a gated copy in flight left out until it
+/// runs), copies on a chosen engine (verified) and ROCR 7's refusals; the SDMA log (one line
+/// per command while on); EXECUTABLE pool allocations; the vmem API (host-only reservations
+/// usable, every device-side call's status while unsupported); AIS reads and writes checked
+/// against `pread`/`pwrite`; dma-buf export of VRAM (offset in the buffer object) and its
+/// refusals; the async scratch limit's statuses; sampler v2's per-axis clamps in the S#.
+#[test]
+fn c_rocr7_api_passes() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("rocr7_api");
+    let out = on_emulated_device(&exe, &libdir)
+        .output()
+        .expect("run rocr7_api");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "rocr7_api failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "rocr7_api: ok\n");
 }
 
 /// `c/rocr_ext.c`: the ROCR extension functions HIP and ROCm tools use, from C: extension
