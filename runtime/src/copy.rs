@@ -358,6 +358,9 @@ impl<P: Platform + 'static> CopyEngine<P> {
 
     /// The engines of GPU `node` with commands that may not have run yet (ROCm 7's
     /// `hsa_amd_memory_copy_engine_status` answers the complement): bit `n` for engine `n`.
+    /// A command counts while the engine's read pointer has not passed it and its completion
+    /// signal is above 0 (the engine decrements the signal as the command's last step, before
+    /// it moves the read pointer: a program that saw its copy complete finds the engine free).
     pub fn engines_in_use(&self, node: NodeId) -> u32 {
         let queues: Vec<(CopyEngineId, Queue<P>)> = lock(&self.sdma)
             .iter()
@@ -369,9 +372,14 @@ impl<P: Platform + 'static> CopyEngine<P> {
             .iter()
             .filter(|(e, q)| {
                 let read = q.read_pointer();
-                in_flight
-                    .get(&(node.0, *e))
-                    .is_some_and(|l| l.iter().any(|(end, _)| *end > read))
+                in_flight.get(&(node.0, *e)).is_some_and(|l| {
+                    l.iter().any(|(end, sig)| {
+                        *end > read
+                            && sig
+                                .upgrade()
+                                .is_some_and(|s| s.load(LoadOrder::Acquire) > 0)
+                    })
+                })
             })
             .fold(0, |mask, (e, _)| mask | 1u32.checked_shl(e.0).unwrap_or(0))
     }
