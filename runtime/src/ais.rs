@@ -93,7 +93,7 @@ pub unsafe fn file_io<H: PlatformRef>(
         // SAFETY: `host_ptr` maps `len` bytes of the allocation (checked above); the caller
         // keeps others from writing it during a read.
         let r = unsafe {
-            let p = (host_ptr as *mut u8).add(done);
+            let p = host_ptr.add(done);
             match dir {
                 Direction::Read => {
                     rustix::io::pread(file, std::slice::from_raw_parts_mut(p, len - done), off)
