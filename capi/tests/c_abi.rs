@@ -1356,7 +1356,10 @@ fn readme_rocr7_table_lists_every_rocr7_addition() {
         })
         .collect();
     let names: Vec<String> = rows.iter().map(|(n, _)| n.clone()).collect();
-    assert_eq!(names, added, "the table's rows are ROCR 7.2.4's additions, in name order");
+    assert_eq!(
+        names, added,
+        "the table's rows are ROCR 7.2.4's additions, in name order"
+    );
     let ours = exported_symbols();
     for (name, here) in &rows {
         let exported = ours.iter().find(|(n, _)| n == name);

@@ -809,4 +809,46 @@ mod tests {
         assert_eq!(b.handle(h), None);
         assert_eq!(st(b.release_handle(h)), Status::InvalidAllocation);
     }
+
+    /// Host-only reservations (`ADDRESS_NO_REGISTER`) are usable memory at the asked
+    /// alignment and free with ROCR 7's statuses; the device side answers as ROCR 7 does
+    /// while unsupported.
+    #[test]
+    fn host_reservations_and_the_unsupported_device_side() {
+        let vm = VirtualMemory::new();
+        assert!(!vm.supported());
+        assert_eq!(st(vm.reserve(0x1000, 0, 0, 0)), Status::InvalidArgument);
+        assert_eq!(
+            st(vm.reserve(0, 0, 0, ADDRESS_NO_REGISTER)),
+            Status::InvalidArgument
+        );
+        assert_eq!(
+            st(vm.reserve(0x1000, 0, 0x1800, ADDRESS_NO_REGISTER)),
+            Status::InvalidArgument
+        );
+        let a = vm.reserve(0x3000, 0, 1 << 20, ADDRESS_NO_REGISTER).unwrap();
+        assert_eq!(a % (1 << 20), 0);
+        // SAFETY: the reservation's 0x3000 bytes are a fresh read-write mapping.
+        unsafe {
+            (a as *mut u8).write_bytes(0xa5, 0x3000);
+            assert_eq!((a as *const u8).add(0x2fff).read(), 0xa5);
+        }
+        assert_eq!(st(vm.set_access(a, 0x1000)), Status::InvalidAllocation);
+        assert_eq!(
+            st(vm.set_access(a + 0x3000, 0x1000)),
+            Status::InvalidArgument
+        );
+        assert_eq!(st(vm.free(a, 0x1000)), Status::InvalidArgument);
+        assert_eq!(st(vm.free(a + 0x1000, 0x3000)), Status::InvalidAllocation);
+        vm.free(a, 0x3000).unwrap();
+        assert_eq!(st(vm.free(a, 0x3000)), Status::InvalidAllocation);
+        assert_eq!(st(vm.create_handle(0x1000)), Status::InvalidArgument);
+        assert_eq!(st(vm.release_handle(1)), Status::InvalidAllocation);
+        assert_eq!(st(vm.handle(1)), Status::InvalidAllocation);
+        assert_eq!(st(vm.retain(a)), Status::InvalidAllocation);
+        assert_eq!(st(vm.get_access(a)), Status::InvalidAllocation);
+        assert_eq!(st(vm.unmap(a, 0x1000)), Status::InvalidAllocation);
+        assert_eq!(st(vm.import(-1)), Status::InvalidArgument);
+        assert_eq!(st(vm.import(3)), Status::IncompatibleArguments);
+    }
 }
