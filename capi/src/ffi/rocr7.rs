@@ -437,16 +437,6 @@ pub extern "C" fn hsa_amd_vmem_unmap(va: *mut c_void, size: usize) -> HsaStatus 
     })
 }
 
-/// `hsa_amd_memory_access_desc_t`: an `hsa_access_permission_t` and an agent (16 bytes).
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct AccessDesc {
-    /// `hsa_access_permission_t`.
-    pub permissions: u32,
-    /// `hsa_agent_t`.
-    pub agent_handle: u64,
-}
-
 /// `hsa_amd_vmem_set_access` (ROCR 7).
 ///
 /// # Errors (as status)
@@ -459,7 +449,7 @@ pub struct AccessDesc {
 pub unsafe extern "C" fn hsa_amd_vmem_set_access(
     va: *mut c_void,
     size: usize,
-    desc: *const AccessDesc,
+    desc: *const crate::abi::HsaAmdMemoryAccessDesc,
     desc_cnt: usize,
 ) -> HsaStatus {
     guard("hsa_amd_vmem_set_access", || {
