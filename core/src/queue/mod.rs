@@ -684,11 +684,14 @@ mod aql {
                     return Err(e);
                 }
                 let conditions = [condition, SignalCondition::Ne];
+                // 0 while the queue runs; a scratch request another thread is serving: wait
+                // for its value to change (not spin on it).
+                let inactive = self.inactive.load(LoadOrder::Acquire);
                 match wait_any_members(
                     members.len(),
                     |i| members[i],
                     &conditions,
-                    &[compare, 0],
+                    &[compare, inactive],
                     timeout_ns,
                     state,
                 ) {
@@ -1072,6 +1075,108 @@ mod aql {
             cfg.private_segment_size = Some(131_057);
             let e = AqlQueue::create(&plat, &cfg).map(|_| ()).unwrap_err();
             assert_eq!(e.status(), Status::OutOfResources);
+            assert_eq!(plat.live_chunks().len(), 0);
+        }
+
+        /// A published kernel dispatch of 128 work-items in groups of 64 asking for
+        /// `private` bytes per work-item, at the queue's next index; the CP's wave64 scratch
+        /// request (code 1) stored into the inactive signal, as the emulated CP stores it.
+        fn request_scratch<H: PlatformRef>(q: &AqlQueue<H>, private: u32) {
+            let mut k = crate::packet::KernelDispatch::one_dimensional(
+                GpuVa(0x1000),
+                GpuVa(0x2000),
+                64,
+                128,
+            );
+            k.private_segment_size_bytes = private;
+            let mut r = q.reserve(1).unwrap();
+            let index = r.write_next(&k.emit().unwrap()).unwrap();
+            q.ring_doorbell(index).unwrap();
+            q.inactive_signal().store(1, StoreOrder::Release);
+        }
+
+        /// ROCR's dynamic scratch, played on the fake: a queue created with the default
+        /// config holds no scratch; a pending request is not an error (state Active); serving
+        /// it for 16 bytes per work-item gives 3328 slots of 1 KiB (104 CUs × 32 slots) in a
+        /// new device-local chunk, rewrites the five fields as ROCR's InitScratchSRD does and
+        /// stores 0 (the resume); a request the held scratch already fits (the packet asks for
+        /// less than its kernel needs) fails the queue instead of looping; destroy gives the
+        /// memory back.
+        #[test]
+        fn a_scratch_request_grows_the_queues_scratch_and_resumes_it() {
+            let plat = platform();
+            let q = AqlQueue::create(&plat, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17)).unwrap();
+            assert_eq!(q.scratch_size_bytes(), 0);
+            assert_eq!(plat.live_chunks().len(), 2, "ring and descriptor only");
+            assert_eq!(q.serve_scratch_request(), Ok(false), "nothing pending");
+            request_scratch(&q, 16);
+            assert_eq!(q.state(), QueueState::Active);
+            assert_eq!(q.serve_scratch_request(), Ok(true));
+            assert_eq!(q.inactive_signal().load(LoadOrder::Acquire), 0, "resumed");
+            let d = q.memory.descriptor_snapshot();
+            let base = d.scratch_backing_memory_location;
+            assert_ne!(base, 0);
+            assert_eq!(base % (1 << 16), 0);
+            assert_eq!(d.compute_tmpring_size, 0xD00 | 1 << 12);
+            assert_eq!(d.scratch_backing_memory_byte_size, 3328 * 1024);
+            assert_eq!(d.scratch_wave64_lane_byte_size, 16);
+            assert_eq!(
+                d.scratch_resource_descriptor,
+                [
+                    base as u32,
+                    (base >> 32) as u32 | 1 << 31,
+                    3328 * 1024,
+                    0x00EA_4FAC
+                ]
+            );
+            assert_eq!(q.scratch_size_bytes(), 3328 * 1024);
+            assert_eq!(plat.live_chunks().len(), 3);
+            // The same packet again: its 16 bytes already fit.
+            q.inactive_signal().store(1, StoreOrder::Release);
+            let e = q.serve_scratch_request().unwrap_err();
+            assert_eq!(e.status(), Status::OutOfResources);
+            assert!(e.detail().to_string().contains("again"), "{e}");
+            assert_eq!(q.state(), QueueState::Stopped(Status::OutOfResources));
+            q.destroy().unwrap();
+            assert_eq!(plat.live_chunks().len(), 0);
+        }
+
+        /// A request above COMPUTE_TMPRING_SIZE.WAVESIZE (131057 bytes per work-item, 8 MiB
+        /// per wave) fails the queue with OUT_OF_RESOURCES: the status in the inactive
+        /// signal's upper half, the queue's recorded error, its callback called once; the
+        /// queue keeps no scratch. Without a pending request nothing is served.
+        #[test]
+        fn an_impossible_scratch_request_stops_the_queue_with_out_of_resources() {
+            use core::sync::atomic::AtomicUsize;
+            fn count(e: &Error, _: QueueId, data: usize) {
+                assert_eq!(e.status(), Status::OutOfResources);
+                // SAFETY: `data` is the test's `AtomicUsize`, alive while the queue is.
+                let n = unsafe { &*(data as *const AtomicUsize) };
+                n.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
+            }
+            let plat = platform();
+            let calls = AtomicUsize::new(0);
+            let mut cfg = QueueConfig::new(NodeId(1), 64, 64, 1 << 17);
+            cfg.on_error = Some(QueueErrorCallback {
+                func: count,
+                data: &calls as *const AtomicUsize as usize,
+            });
+            let q = AqlQueue::create(&plat, &cfg).unwrap();
+            request_scratch(&q, 131_057);
+            let e = q.serve_scratch_request().unwrap_err();
+            assert_eq!(e.status(), Status::OutOfResources);
+            assert!(
+                e.detail().to_string().contains("8388608 bytes per wave"),
+                "{e}"
+            );
+            let v = q.inactive_signal().load(LoadOrder::Acquire);
+            assert_eq!(v >> 32, i64::from(Status::OutOfResources.raw()));
+            assert_eq!(q.state(), QueueState::Stopped(Status::OutOfResources));
+            assert_eq!(q.error().map(|e| e.status()), Some(Status::OutOfResources));
+            assert_eq!(calls.load(core::sync::atomic::Ordering::SeqCst), 1);
+            assert_eq!(q.scratch_size_bytes(), 0);
+            assert_eq!(q.serve_scratch_request(), Ok(false), "stopped, not pending");
+            q.destroy().unwrap();
             assert_eq!(plat.live_chunks().len(), 0);
         }
 

@@ -273,6 +273,76 @@ mod tests {
         assert_eq!(q.scratch_wave64_lane_byte_size, 1024);
     }
 
+    fn shape(wg: u16, grid: u32, private: u32) -> DispatchShape {
+        DispatchShape {
+            workgroup_size: [wg, 1, 1],
+            grid_size: [grid, 1, 1],
+            private_segment_size: private,
+        }
+    }
+
+    /// ROCR 5.2's sizing of a scratch request on the MI210 (104 CUs, 32 slots, 8 engines),
+    /// worked out by hand: up to 140 MiB every slot (1 KiB per lane: 3328 × 64 KiB = 208 MiB
+    /// is above, 512 bytes: 104 MiB is not); above it the dispatch's slots — 2 groups of one
+    /// wave over 8 engines: 8; 1000 groups of 256 lanes: 125 per engine × 8 × 4 waves =
+    /// 4000, capped at the 3328 slots; refusals for no private memory and above 8191 KiB per
+    /// wave, and for an agent without slots.
+    #[test]
+    fn request_sizes_follow_rocr() {
+        let l = ScratchLayout::for_request(&shape(64, 128, 500), 104, 32, 8).unwrap();
+        assert_eq!(
+            (l.lane_bytes, l.waves, l.size_bytes),
+            (512, 3328, 3328 * 32768)
+        );
+        let l = ScratchLayout::for_request(&shape(64, 128, 1024), 104, 32, 8).unwrap();
+        assert_eq!((l.lane_bytes, l.waves, l.size_bytes), (1024, 8, 8 * 65536));
+        assert_eq!(l.compute_tmpring_size(), 8 | 64 << 12);
+        let l = ScratchLayout::for_request(&shape(256, 256_000, 1024), 104, 32, 8).unwrap();
+        assert_eq!(l.waves, 3328);
+        let l = ScratchLayout::for_request(&shape(256, 256 * 16, 1024), 104, 32, 8).unwrap();
+        assert_eq!(l.waves, 2 * 8 * 4);
+        let top = ScratchLayout::for_request(&shape(64, 64, 131_056), 1, 1, 1).unwrap();
+        assert_eq!(top.wave_bytes(), MAX_WAVE_SCRATCH_BYTES);
+        for (s, cus) in [
+            (shape(64, 64, 0), 104),
+            (shape(64, 64, 131_057), 104),
+            (shape(64, 64, 16), 0),
+        ] {
+            let e = ScratchLayout::for_request(&s, cus, 32, 8).unwrap_err();
+            assert_eq!(e.status(), Status::OutOfResources, "{s:?} {cus}");
+        }
+    }
+
+    /// The packet fields a request is sized from, at hsa.h's offsets; the inactive-signal
+    /// values that are requests (ROCR's `& 0x401` after 512) and those that are not.
+    #[test]
+    fn dispatch_shape_and_request_codes() {
+        let mut p = [0u8; 64];
+        p[4..6].copy_from_slice(&64u16.to_le_bytes());
+        p[6..8].copy_from_slice(&2u16.to_le_bytes());
+        p[8..10].copy_from_slice(&3u16.to_le_bytes());
+        p[12..16].copy_from_slice(&1000u32.to_le_bytes());
+        p[16..20].copy_from_slice(&20u32.to_le_bytes());
+        p[20..24].copy_from_slice(&30u32.to_le_bytes());
+        p[24..28].copy_from_slice(&4096u32.to_le_bytes());
+        p[28..32].copy_from_slice(&7u32.to_le_bytes());
+        assert_eq!(
+            DispatchShape::from_packet(&p),
+            DispatchShape {
+                workgroup_size: [64, 2, 3],
+                grid_size: [1000, 20, 30],
+                private_segment_size: 4096
+            }
+        );
+        for v in [1, 0x400, 0x401, 0x21] {
+            assert!(is_scratch_request(v), "{v:#x}");
+        }
+        let oor = crate::queue::inactive::encode(Status::OutOfResources, false);
+        for v in [0, -1, i64::MIN, 512, 2, 0x20, oor, 1 | 1 << 32] {
+            assert!(!is_scratch_request(v), "{v:#x}");
+        }
+    }
+
     /// Per-lane sizes round up to 16 bytes (whole KiB per wave); the slot count stops at
     /// WAVES' 12 bits; no lanes, CUs or slots give no scratch; above ROCR's limit is refused.
     #[test]

@@ -55,7 +55,7 @@ pub(super) struct QueueMemory {
     /// The queue's scratch backing memory, if it has any (given back with the chunks); a
     /// lock because a scratch request is served through a shared reference
     /// ([`QueueMemory::replace_scratch`]), one server at a time.
-    pub(super) scratch: spin::Mutex<Option<MemoryChunk>>,
+    pub(super) scratch: spin::Mutex<Option<HeldScratch>>,
 }
 
 fn allocate<P: Platform>(platform: &P, node: NodeId, size_bytes: u64) -> Result<Chunk> {
@@ -94,6 +94,13 @@ fn allocate<P: Platform>(platform: &P, node: NodeId, size_bytes: u64) -> Result<
             ))
         }
     }
+}
+
+/// A queue's scratch: its memory and the layout its `amd_queue_t` fields describe.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct HeldScratch {
+    chunk: MemoryChunk,
+    layout: ScratchLayout,
 }
 
 /// The node's compute units, `max_slots_scratch_cu` and shader engines (`array_count` /
@@ -274,7 +281,7 @@ impl QueueMemory {
         let b = unsafe { platform.free_memory(&self.desc.chunk) };
         let c = match self.scratch.get_mut().take() {
             // SAFETY: as above (the scratch is the hardware queue's alone).
-            Some(s) => unsafe { platform.free_memory(&s) },
+            Some(s) => unsafe { platform.free_memory(&s.chunk) },
             None => Ok(()),
         };
         a.and(b).and(c)
@@ -304,7 +311,7 @@ impl QueueMemory {
         match allocate_scratch_chunk(platform, node, &layout) {
             Ok(chunk) => {
                 let base = chunk.gpu_va;
-                *self.scratch.get_mut() = Some(chunk);
+                *self.scratch.get_mut() = Some(HeldScratch { chunk, layout });
                 Ok(Some((layout, base)))
             }
             Err(e) if private_segment_size.is_none() => {
@@ -374,18 +381,16 @@ impl QueueMemory {
         let shape = DispatchShape::from_packet(&packet);
         let (cus, slots, engines) = scratch_geometry(platform, node).unwrap_or((0, 0, 0));
         let layout = ScratchLayout::for_request(&shape, cus, slots, engines)?;
-        // SAFETY: the amd_queue_t is live while the queue is (this is called through it);
-        // the processor reads these fields only after the resume store that follows.
-        let old = unsafe { self.desc.host.as_ptr().cast::<AmdQueue>().read() };
-        if u64::from(layout.lane_bytes) <= u64::from(old.scratch_wave64_lane_byte_size)
-            && layout.waves <= old.compute_tmpring_size & 0xFFF
-        {
+        let (held_lane, held_waves) = held
+            .as_ref()
+            .map_or((0, 0), |h| (h.layout.lane_bytes, h.layout.waves));
+        if layout.lane_bytes <= held_lane && layout.waves <= held_waves {
             return Err(Error::lazy(
                 Status::OutOfResources,
                 [
                     read,
                     u64::from(shape.private_segment_size),
-                    u64::from(old.scratch_wave64_lane_byte_size),
+                    u64::from(held_lane),
                 ],
                 |&[read, private, held, ..], f| {
                     write!(
@@ -398,7 +403,7 @@ impl QueueMemory {
             ));
         }
         let cleared = AmdQueue::default();
-        if let Some(chunk) = held.take() {
+        if let Some(HeldScratch { chunk, .. }) = held.take() {
             self.write_scratch_fields(&cleared);
             // SAFETY: the processor waits for the resume and reads the scratch fields (now 0)
             // only after it; no wave runs on this scratch (the request stops the queue before
@@ -426,7 +431,7 @@ impl QueueMemory {
         let mut fields = AmdQueue::default();
         layout.fill(chunk.gpu_va.get(), &mut fields);
         self.write_scratch_fields(&fields);
-        *held = Some(chunk);
+        *held = Some(HeldScratch { chunk, layout });
         Ok(layout)
     }
 
@@ -452,7 +457,10 @@ impl QueueMemory {
 
     /// Bytes of scratch backing memory the queue holds now (0: none).
     pub(super) fn scratch_bytes(&self) -> u64 {
-        self.scratch.lock().as_ref().map_or(0, |c| c.size_bytes)
+        self.scratch
+            .lock()
+            .as_ref()
+            .map_or(0, |h| h.chunk.size_bytes)
     }
 
     /// A copy of the `amd_queue_t` (tests only: reads while nothing else writes).
