@@ -73,8 +73,9 @@ pub const fn encode(status: Status, vendor_packet: bool) -> i64 {
 
 /// The status a positive `queue_inactive_signal` value stands for: hsa-rt's status in the
 /// upper half when it holds one, else the queue error code as ROCR maps it, with a scratch
-/// request or reclaim (which ROCR serves by giving the queue scratch memory; hsa-rt's
-/// runtime does not) as `OUT_OF_RESOURCES` and a code ROCR does not define (it asserts) as
+/// request or reclaim as `OUT_OF_RESOURCES` (what it comes to for a reader that does not
+/// serve it; [`AqlQueue::serve_scratch_request`](super::AqlQueue::serve_scratch_request)
+/// serves a request by growing the queue's scratch, as ROCR does) and a code ROCR does not define (it asserts) as
 /// `ERROR`. `None` for 0 (the queue runs) and negative values (ROCR and
 /// [`AqlQueue::close`](super::AqlQueue::close) store `0x8000_0000_0000_0000` when they destroy
 /// the queue).
@@ -236,7 +237,7 @@ mod tests {
         for v in [0, i64::MIN, -1] {
             assert_eq!(decode(v), None, "{v:#x}");
         }
-        // A scratch request or reclaim, which this runtime does not serve.
+        // A scratch request or reclaim, for a reader that does not serve it.
         for v in [1, 0x400, 512] {
             assert_eq!(decode(v), Some(Status::OutOfResources), "{v:#x}");
         }
