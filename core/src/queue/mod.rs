@@ -292,8 +292,8 @@ mod aql {
         /// `LIFE_*`: changed by `inactivate` and `close`, read by every waiter (a plain core
         /// atomic: the queue type is not part of the loom models).
         lifecycle: core::sync::atomic::AtomicU8,
-        /// Held while a scratch request is served, so that two threads serving one request
-        /// (two waiters) grow the scratch once.
+        /// Held while a scratch request is served, so that of two threads that see one
+        /// request (two waiters) one grows the scratch and the other waits for the result.
         scratch_server: spin::Mutex<()>,
         /// The application's error callback, called when a scratch request cannot be served
         /// (with `alloc` the record's `forward`).
@@ -717,8 +717,8 @@ mod aql {
         /// (on a completion signal alone) calls it itself. The scratch is given back when the
         /// queue is destroyed.
         ///
-        /// Returns whether a request was served (`false`: none pending, or the queue is not
-        /// active).
+        /// Returns whether a request was served (`false`: none pending, the queue is not
+        /// active, or another thread is serving it now).
         ///
         /// # Errors
         /// [`Status::OutOfResources`] (ROCR's status when it cannot give the scratch) when
@@ -731,7 +731,10 @@ mod aql {
         /// ([`error`](Self::error)) and the queue's error callback is called with it, as
         /// ROCR calls `errors_callback_`.
         pub fn serve_scratch_request(&self) -> Result<bool> {
-            let _serving = self.scratch_server.lock();
+            // Another thread serving it: the caller waits for the inactive value to change.
+            let Some(_serving) = self.scratch_server.try_lock() else {
+                return Ok(false);
+            };
             if !self.is_active()
                 || !super::scratch::is_scratch_request(self.inactive.load(LoadOrder::Acquire))
             {
