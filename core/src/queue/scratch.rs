@@ -215,6 +215,8 @@ impl DispatchShape {
     }
 }
 
+pub use super::inactive::ScratchRequest;
+
 /// Whether a positive `queue_inactive_signal` value is the command processor's scratch request
 /// (wave64 code 1 or wave32 code `0x400`, upper half 0) rather than an error: what a runtime
 /// serves by growing the queue's scratch ([`super::AqlQueue::serve_scratch_request`]). ROCR
