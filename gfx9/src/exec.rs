@@ -453,43 +453,10 @@ pub fn scratch_request(
     None
 }
 
-/// Whether `error` is [`ScratchShort::error`]'s, possibly with context before it:
-/// [`Status::OutOfResources`] with `scratch request: ` in its message (a command processor
-/// turns it into its scratch request).
-pub fn is_scratch_request(error: &hsa_core::Error) -> bool {
-    error.status() == Status::OutOfResources && error.detail().contains("scratch request: ")
-}
-
-/// What [`scratch_request`] found short.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ScratchShort {
-    /// Bytes per wave the dispatch needs.
-    pub wave_bytes_needed: u64,
-    /// Wave slots one work-group needs (from the call's first slot).
-    pub slots_needed: u64,
-    /// Bytes per wave slot the queue has (`COMPUTE_TMPRING_SIZE.WAVESIZE` × 1 KiB).
-    pub wave_bytes: u64,
-    /// Wave slots the queue has (`COMPUTE_TMPRING_SIZE.WAVES`).
-    pub slots: u32,
-}
-
-impl ScratchShort {
-    /// The error a dispatch gets when nobody grows the queue's scratch:
-    /// [`Status::OutOfResources`] (ROCR's status when it cannot give the scratch), naming the
-    /// sizes (the message starts with `scratch request`).
-    pub fn error(&self) -> hsa_core::Error {
-        error!(
-            Status::OutOfResources,
-            "scratch request: the dispatch needs {} bytes of scratch per wave in {} wave \
-             slots; the queue's amd_queue_t gives {} bytes per slot in {} slots \
-             (compute_tmpring_size)",
-            self.wave_bytes_needed,
-            self.slots_needed,
-            self.wave_bytes,
-            self.slots
-        )
-    }
-}
+/// What [`scratch_request`] found short: the command processor's scratch request, typed
+/// (hsa-core's type; its [`error`](ScratchShort::error) is the error a dispatch gets when
+/// nobody grows the queue's scratch).
+pub type ScratchShort = hsa_core::queue::inactive::ScratchRequest;
 
 /// What the interpreter executed: counts for speed measurements.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -2,9 +2,12 @@
 //! hsa-core gives each queue its scratch and writes `amd_queue_t`'s scratch fields, and the
 //! emulated CP builds every wave's private segment buffer, flat scratch and wave offset from
 //! them. A 64 KiB private array per work-item and a recursive function (frames on the scratch
-//! stack) give the values the host computes; a queue whose scratch fields are 0 stops at the
-//! first such dispatch with the CP's scratch request (queue error code 1 in its inactive
-//! signal, `OUT_OF_RESOURCES`), and no work-item writes.
+//! stack) give the values the host computes, on queues created with scratch and on queues
+//! that start without and grow it when the CP reports its scratch request (queue error code 1
+//! in the inactive signal), served by `AqlQueue::wait_completion` as ROCR's
+//! `DynamicScratchHandler` serves it; the emulated GPU's VRAM returns to its level before the
+//! queue once it is destroyed. A request no queue can hold fails the queue with
+//! `OUT_OF_RESOURCES`, and no work-item writes.
 //!
 //! Kernels: `testdata/codeobjects/scratch.c` (`scratch/scratch-gfx90a-v5.hsaco`).
 
@@ -19,7 +22,10 @@ use hsa_core::queue::{AqlQueue, QueueConfig, QueueState};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, WaitState};
 use hsa_core::{NodeId, Status};
+use hsa_emu::device::BUILTIN_GPU_ID;
 use hsa_emu::{builtin_topology, EmulatedKfd, SelectedDevice};
+use hsa_linux::kfd::abi::GetAvailableMemoryArgs;
+use hsa_linux::kfd::calls::plain_ioctl;
 
 /// Work-items of each dispatch: two work-groups of 64 (two waves, which the emulated device
 /// may run on two host threads, each in its own scratch slot).
@@ -58,6 +64,13 @@ fn walk(input: &[u32], k: u32, acc: u32) -> u32 {
 /// (`compute_tmpring_size`, `scratch_backing_memory_byte_size`,
 /// `scratch_wave64_lane_byte_size`), and `out`.
 struct Run {
+    /// `scratch_size_bytes` of the queue right after creation and after the dispatch.
+    scratch_before: u64,
+    scratch_after: u64,
+    /// The emulated GPU's available VRAM (`AMDKFD_IOC_AVAILABLE_MEMORY`) before the queue was
+    /// created and after it was destroyed, bytes.
+    vram_before: u64,
+    vram_after: u64,
     state: QueueState,
     inactive_value: i64,
     error: Option<hsa_core::Error>,
@@ -70,10 +83,17 @@ struct Run {
 /// Runs `kernel` over [`ITEMS`] work-items of `input` on a new queue whose scratch holds
 /// `queue_private` bytes per work-item, the packet asking for `packet_private`.
 fn run(kernel: &str, input: &[u32], queue_private: Option<u32>, packet_private: u32) -> Run {
+    let kfd = EmulatedKfd::new(builtin_topology()).unwrap();
+    let vram = || {
+        let mut a = GetAvailableMemoryArgs {
+            gpu_id: BUILTIN_GPU_ID,
+            ..Default::default()
+        };
+        plain_ioctl(&*kfd, &mut a).unwrap();
+        a.available
+    };
     let rt = Runtime::new(Arc::new(
-        SelectedDevice::emulated(EmulatedKfd::new(builtin_topology()).unwrap())
-            .unwrap()
-            .platform,
+        SelectedDevice::emulated(kfd.clone()).unwrap().platform,
     ))
     .unwrap();
     let gpu = rt.first_gpu().unwrap();
@@ -120,7 +140,9 @@ fn run(kernel: &str, input: &[u32], queue_private: Option<u32>, packet_private: 
     }
     let mut config = QueueConfig::new(gpu_node, 64, gpu.queue_min_size(), gpu.queue_max_size());
     config.private_segment_size = queue_private;
+    let vram_before = vram();
     let q = AqlQueue::create(rt.platform(), &config).unwrap();
+    let scratch_before = q.scratch_size_bytes();
     let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
     let done = signals.create_interrupt(1).unwrap();
     let dispatch = KernelDispatch {
@@ -148,7 +170,12 @@ fn run(kernel: &str, input: &[u32], queue_private: Option<u32>, packet_private: 
     // SAFETY: the ring and its amd_queue_t are live until the queue is destroyed below; the
     // scratch fields read were written at creation and the processor only reads them.
     let amd: AmdQueue = unsafe { q.ring().amd_queue().as_ptr().read_volatile() };
-    let run = Run {
+    let scratch_after = q.scratch_size_bytes();
+    let mut run = Run {
+        scratch_before,
+        scratch_after,
+        vram_before,
+        vram_after: 0,
         state: q.state(),
         inactive_value: q.inactive_signal().load(LoadOrder::Acquire),
         error: q.error(),
@@ -161,6 +188,7 @@ fn run(kernel: &str, input: &[u32], queue_private: Option<u32>, packet_private: 
             .collect(),
     };
     q.destroy().unwrap();
+    run.vram_after = vram();
     done.destroy().unwrap();
     for va in [buf_in.va, buf_out.va, kernarg.va] {
         rt.free(va).unwrap();
@@ -203,13 +231,15 @@ fn large_private_array_runs_in_the_queues_scratch() {
     }
 }
 
-/// A recursive call 1..12 frames deep on the default queue scratch (2 KiB per lane, the
-/// packet asking for 1 KiB as HIP's default stack size does): each
-/// frame's words live on the scratch stack across the call; results as the host's.
+/// A recursive call 1..12 frames deep on hsa-core's fixed carve-out (2 KiB per lane, what
+/// the C API's queues take at creation; the packet asking for 1 KiB as HIP's default stack
+/// size does): each frame's words live on the scratch stack across the call; results as the
+/// host's; no request (the scratch is the one made at creation).
 #[test]
-fn recursive_call_runs_on_the_default_queue_scratch() {
+fn recursive_call_runs_on_the_fixed_queue_scratch() {
     let input = input();
-    let r = run("recursive", &input, None, 1024);
+    let r = run("recursive", &input, Some(2048), 1024);
+    assert_eq!(r.scratch_before, r.scratch_after);
     assert_eq!(
         r.state,
         QueueState::Active,
@@ -227,23 +257,70 @@ fn recursive_call_runs_on_the_default_queue_scratch() {
     }
 }
 
-/// With hsa-core's scratch setup left out (a queue created with 0 private bytes: every
-/// scratch field of its `amd_queue_t` 0), the CP does not run a kernel that needs scratch: it
-/// stores its wave64 scratch-request code (1) into the queue's inactive signal and waits for
-/// a runtime to grow the scratch, which hsa-core does not do yet — the queue reports
-/// `OUT_OF_RESOURCES` — and no work-item wrote. On silicon the waves would instead address
-/// scratch from base 0 and fault there.
+/// The 64 KiB private array on a queue created without scratch (hsa-core's default, ROCR's):
+/// the CP's scratch request grows it for the packet's 65540 bytes per work-item (65552 per
+/// lane, WAVESIZE 4097 KiB); all 3328 slots would take 13.9 GB, above ROCR's 140 MiB, so the
+/// queue gets the slots the dispatch fills (ROCR's "large" scratch): 2 work-groups over 8
+/// shader engines, at least one each, one wave per group — 8 slots, 8 × 4097 KiB. Every
+/// work-item's sum is the host's, and the VRAM is back once the queue is gone.
 #[test]
-fn without_queue_scratch_the_dispatch_is_a_scratch_request() {
-    for (kernel, packet) in [("big_private", 0), ("recursive", 1024)] {
-        let r = run(kernel, &input(), Some(0), packet);
-        assert_eq!((r.tmpring, r.scratch_bytes, r.lane_bytes), (0, 0, 0));
-        assert_eq!(r.inactive_value, 1, "{kernel}");
+fn large_private_array_grows_the_queues_scratch_from_zero() {
+    let input = input();
+    let r = run("big_private", &input, None, 0);
+    assert_eq!(r.state, QueueState::Active, "{:?}", r.error);
+    assert_eq!(r.scratch_before, 0);
+    assert_eq!(r.tmpring, 8 | 4097 << 12);
+    assert_eq!(r.lane_bytes, 65552);
+    assert_eq!(r.scratch_bytes, 8 * 64 * 65552);
+    assert_eq!(r.scratch_after, 8 * 64 * 65552);
+    for i in 0..ITEMS {
         assert_eq!(
-            r.state,
-            QueueState::Stopped(Status::OutOfResources),
-            "{kernel}"
+            r.out[i as usize],
+            big_private(input[i as usize], i),
+            "out[{i}]"
         );
-        assert!(r.out.iter().all(|&v| v == 0xEEEE_EEEE), "{kernel}");
     }
+    assert_eq!(r.vram_after, r.vram_before);
+}
+
+/// The recursive call on a queue created without scratch, the packet asking for 1 KiB per
+/// work-item: 64 KiB per wave for all 3328 slots is 208 MiB, above 140 MiB, so 8 slots
+/// (as above); results as the host's; VRAM back after destroy.
+#[test]
+fn recursive_call_grows_the_queues_scratch_from_zero() {
+    let input = input();
+    let r = run("recursive", &input, None, 1024);
+    assert_eq!(r.state, QueueState::Active, "{:?}", r.error);
+    assert_eq!(r.scratch_before, 0);
+    assert_eq!((r.tmpring, r.lane_bytes), (8 | 64 << 12, 1024));
+    assert_eq!((r.scratch_bytes, r.scratch_after), (8 << 16, 8 << 16));
+    for i in 0..ITEMS {
+        let want = walk(&input, input[i as usize] % 12 + 1, i);
+        assert_eq!(r.out[i as usize], want, "out[{i}]");
+    }
+    assert_eq!(r.vram_after, r.vram_before);
+}
+
+/// A request no queue can hold: the packet asks for 131057 bytes per work-item, 8388608
+/// bytes per wave (16-byte lanes), above COMPUTE_TMPRING_SIZE.WAVESIZE's 8191 KiB (ROCR's `MAX_WAVE_SCRATCH`).
+/// The queue stops with `OUT_OF_RESOURCES` (ROCR's status for a scratch request it cannot
+/// serve), in its state, its recorded error and the inactive signal (status in the upper
+/// half); it holds no scratch and no work-item wrote.
+#[test]
+fn an_impossible_scratch_request_fails_the_queue_with_out_of_resources() {
+    let r = run("recursive", &input(), None, 131_057);
+    assert_eq!(r.state, QueueState::Stopped(Status::OutOfResources));
+    let e = r.error.expect("recorded");
+    assert_eq!(e.status(), Status::OutOfResources);
+    assert!(
+        e.detail().to_string().contains("8388608 bytes per wave"),
+        "{e}"
+    );
+    assert_eq!(
+        r.inactive_value >> 32,
+        i64::from(Status::OutOfResources.raw())
+    );
+    assert_eq!((r.tmpring, r.scratch_bytes, r.scratch_after), (0, 0, 0));
+    assert!(r.out.iter().all(|&v| v == 0xEEEE_EEEE));
+    assert_eq!(r.vram_after, r.vram_before);
 }

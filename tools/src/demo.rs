@@ -915,6 +915,9 @@ impl Job {
             if v < 1 {
                 return Ok(());
             }
+            // The queue starts without scratch: grow it when the CP asks (a failure stops
+            // the queue, reported below).
+            let _ = self.queue.serve_scratch_request();
             if let Some(e) = self.queue.error() {
                 // The queue has what amdkfd reported (the status, the event's data); the
                 // emulated device's log has what its packet processor and interpreter saw.

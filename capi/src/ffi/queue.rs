@@ -74,9 +74,11 @@ fn trampoline(error: &Error, _queue: QueueId, key: usize) {
 /// with the error status when the packet processor stops the queue; when it is NULL the error
 /// is printed on stderr with its full detail and the process aborts, as ROCR does.
 /// `private_segment_size` is the queue's scratch per work-item (`UINT32_MAX`: hsa-core's
-/// default, `DEFAULT_PRIVATE_SEGMENT_BYTES`; above 131056: `OUT_OF_RESOURCES`); a dispatch
-/// needing more stops the queue with the CP's scratch request (`OUT_OF_RESOURCES`: hsa-core
-/// does not grow a queue's scratch yet). `group_segment_size` is accepted and not used (LDS
+/// default, `DEFAULT_PRIVATE_SEGMENT_BYTES`, taken at creation; above 131056:
+/// `OUT_OF_RESOURCES`); a dispatch needing more leaves the queue waiting on the CP's scratch
+/// request, which the C API does not serve yet (hsa-core's `AqlQueue::serve_scratch_request`
+/// would; no async handler on the inactive signal calls it, as ROCR's `DynamicScratchHandler`
+/// is). `group_segment_size` is accepted and not used (LDS
 /// comes from each dispatch packet).
 ///
 /// # Safety
@@ -115,6 +117,10 @@ pub unsafe extern "C" fn hsa_queue_create(
         // The queue's scratch per work-item; UINT32_MAX: the runtime's default (ROCR's too).
         config.private_segment_size =
             (private_segment_size != u32::MAX).then_some(private_segment_size);
+        // A C program waits on its completion signals (hsa_signal_wait_*), which does not
+        // serve the CP's scratch request: the queue keeps hsa-core's fixed carve-out until an
+        // async handler on the inactive signal serves it (ROCR's DynamicScratchHandler).
+        config.grow_scratch = false;
         config.queue_type = type_;
         let key = st.next_id() as usize;
         config.on_error = crate::backend::QUEUE_ERROR_WITHOUT_CALLBACK;

@@ -169,19 +169,20 @@ pub trait ProcessorHost {
         false
     }
 
-    /// Whether `error`, from [`ProcessorHost::execute_kernel`], is the command processor's
-    /// scratch request: the queue's scratch (`amd_queue_t.compute_tmpring_size` and the
-    /// scratch descriptor) is too small for the dispatch. The processor then does not stop
-    /// the queue: it stores the wave64 scratch-request queue error code
-    /// ([`inactive::CP_SCRATCH_WAVE64`], upper half 0, as the CP does) into
-    /// `queue_inactive_signal`, wakes its waiters, and waits — [`Progress::Blocked`] — until
-    /// the runtime stores 0 there again (ROCR's `DynamicScratchHandler` grows the queue's
-    /// scratch, rewrites those fields and stores 0 to resume the queue); then it runs the
-    /// same packet again, re-reading the fields. The default says `false` (hosts that run no
-    /// machine code have no scratch).
-    fn is_scratch_request(&self, error: &Error) -> bool {
-        let _ = error;
-        false
+    /// Whether the last failure of [`ProcessorHost::execute_kernel`] was the command
+    /// processor's scratch request, typed: the queue's scratch (`amd_queue_t`'s
+    /// `compute_tmpring_size` and scratch descriptor) is too small for the dispatch. Taken:
+    /// the processor asks once per failure. The processor then does not stop the queue: it
+    /// stores the wave64 scratch-request queue error code ([`inactive::CP_SCRATCH_WAVE64`],
+    /// upper half 0, as the CP does) into `queue_inactive_signal`, wakes its waiters, and
+    /// waits — [`Progress::Blocked`] — until the runtime stores 0 there again (ROCR's
+    /// `DynamicScratchHandler`, hsa-core's
+    /// `AqlQueue::serve_scratch_request`,
+    /// grow the queue's scratch, rewrite those fields and store 0 to resume the queue); then
+    /// it runs the same packet again, re-reading the fields. The default says `None` (hosts
+    /// that run no machine code have no scratch).
+    fn scratch_request(&self) -> Option<crate::queue::inactive::ScratchRequest> {
+        None
     }
 }
 
@@ -392,7 +393,7 @@ impl PacketProcessor {
                     );
                     break;
                 }
-                Err(e) if host.is_scratch_request(&e) && self.request_scratch(host) => {
+                Err(e) if host.scratch_request().is_some() && self.request_scratch(host) => {
                     log::debug!(
                         "packet {}: scratch request stored in the inactive signal: {}",
                         self.consumer.read_index(),
@@ -533,7 +534,7 @@ impl PacketProcessor {
     }
 
     /// Stores the scratch-request queue error code into the queue's `queue_inactive_signal`
-    /// and wakes its waiters ([`ProcessorHost::is_scratch_request`]); `false` when the queue
+    /// and wakes its waiters ([`ProcessorHost::scratch_request`]); `false` when the queue
     /// has no inactive signal the host knows (no runtime can serve the request: the queue
     /// stops with the error instead).
     fn request_scratch<H: ProcessorHost + ?Sized>(&mut self, host: &H) -> bool {

@@ -268,22 +268,28 @@ mod tests {
         ran: core::cell::Cell<u32>,
         errors: core::cell::Cell<u32>,
         inactive: NonNull<crate::abi::signal::AmdSignal>,
+        /// The request execute_kernel just failed with.
+        pending: core::cell::Cell<Option<crate::queue::inactive::ScratchRequest>>,
     }
 
     impl ProcessorHost for ScratchHost {
         fn execute_kernel(&self, _: &DecodedKernelDispatch) -> Result<()> {
             if self.requests.get() > 0 {
                 self.requests.set(self.requests.get() - 1);
-                return Err(crate::error!(
-                    Status::OutOfResources,
-                    "scratch request: test"
-                ));
+                let request = crate::queue::inactive::ScratchRequest {
+                    wave_bytes_needed: 1024,
+                    slots_needed: 1,
+                    wave_bytes: 0,
+                    slots: 0,
+                };
+                self.pending.set(Some(request));
+                return Err(request.error());
             }
             self.ran.set(self.ran.get() + 1);
             Ok(())
         }
-        fn is_scratch_request(&self, e: &Error) -> bool {
-            e.detail().starts_with("scratch request")
+        fn scratch_request(&self) -> Option<crate::queue::inactive::ScratchRequest> {
+            self.pending.take()
         }
         fn agent_dispatch(&self, _: &DecodedAgentDispatch) -> Result<()> {
             Err(crate::error!(Status::Error, "none"))
@@ -342,6 +348,7 @@ mod tests {
             ran: core::cell::Cell::new(0),
             errors: core::cell::Cell::new(0),
             inactive: inactive_ptr,
+            pending: core::cell::Cell::new(None),
         };
         let value = || {
             // SAFETY: the boxed signal is live; read through the atomic the processor uses.
@@ -370,6 +377,7 @@ mod tests {
             ran: core::cell::Cell::new(0),
             errors: core::cell::Cell::new(0),
             inactive: inactive_ptr,
+            pending: core::cell::Cell::new(None),
         };
         // SAFETY: slot 1 was never used.
         unsafe { ring.write_body(1, &pkt.bytes) };

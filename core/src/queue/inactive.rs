@@ -20,7 +20,7 @@
 //!
 //! Ref: ROCR `core/runtime/amd_aql_queue.cpp` (`DynamicScratchHandler`, ROCm 5.2).
 
-use crate::status::Status;
+use crate::status::{Error, Status};
 
 /// Queue error code: a scratch request of a wave64 dispatch (not an error).
 pub const CP_SCRATCH_WAVE64: u32 = 0x1;
@@ -48,6 +48,48 @@ pub const CP_ILLEGAL_INSTRUCTION: u32 = 0x4000_0000;
 /// Queue error code: debug trap (`EXCEPTION`).
 pub const CP_DEBUG_TRAP: u32 = 0x8000_0000;
 
+/// The command processor's scratch request, typed: what a dispatch needs of the queue's
+/// scratch and what `amd_queue_t` gives (the CP compares the dispatch's private segment with
+/// `COMPUTE_TMPRING_SIZE` before it launches waves). A packet processor host returns it from
+/// [`ProcessorHost::scratch_request`](crate::packet_processor::ProcessorHost::scratch_request)
+/// after a kernel execution it refused for this reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScratchRequest {
+    /// Bytes per wave the dispatch needs (64 lanes × its private segment, whole KiB).
+    pub wave_bytes_needed: u64,
+    /// Wave slots one work-group needs (from the first slot the call uses).
+    pub slots_needed: u64,
+    /// Bytes per wave slot the queue has (`COMPUTE_TMPRING_SIZE.WAVESIZE` × 1 KiB).
+    pub wave_bytes: u64,
+    /// Wave slots the queue has (`COMPUTE_TMPRING_SIZE.WAVES`).
+    pub slots: u32,
+}
+
+impl ScratchRequest {
+    /// The error a dispatch gets when nobody grows the queue's scratch:
+    /// [`Status::OutOfResources`] (ROCR's status when it cannot give the scratch), naming the
+    /// sizes (the message starts with `scratch request`).
+    pub fn error(&self) -> Error {
+        Error::lazy(
+            Status::OutOfResources,
+            [
+                self.wave_bytes_needed,
+                self.slots_needed,
+                self.wave_bytes,
+                u64::from(self.slots),
+            ],
+            |&[need, slots_needed, have, slots, ..], f| {
+                write!(
+                    f,
+                    "scratch request: the dispatch needs {need} bytes of scratch per wave in \
+                     {slots_needed} wave slots; the queue's amd_queue_t gives {have} bytes per \
+                     slot in {slots} slots (compute_tmpring_size)"
+                )
+            },
+        )
+    }
+}
+
 /// The queue error code for `status` (`vendor_packet`: the packet that failed was an AMD
 /// vendor-specific packet); see the module docs.
 pub const fn cp_code(status: Status, vendor_packet: bool) -> u32 {
@@ -73,8 +115,9 @@ pub const fn encode(status: Status, vendor_packet: bool) -> i64 {
 
 /// The status a positive `queue_inactive_signal` value stands for: hsa-rt's status in the
 /// upper half when it holds one, else the queue error code as ROCR maps it, with a scratch
-/// request or reclaim (which ROCR serves by giving the queue scratch memory; hsa-rt's
-/// runtime does not) as `OUT_OF_RESOURCES` and a code ROCR does not define (it asserts) as
+/// request or reclaim as `OUT_OF_RESOURCES` (what it comes to for a reader that does not
+/// serve it; [`AqlQueue::serve_scratch_request`](super::AqlQueue::serve_scratch_request)
+/// serves a request by growing the queue's scratch, as ROCR does) and a code ROCR does not define (it asserts) as
 /// `ERROR`. `None` for 0 (the queue runs) and negative values (ROCR and
 /// [`AqlQueue::close`](super::AqlQueue::close) store `0x8000_0000_0000_0000` when they destroy
 /// the queue).
@@ -236,7 +279,7 @@ mod tests {
         for v in [0, i64::MIN, -1] {
             assert_eq!(decode(v), None, "{v:#x}");
         }
-        // A scratch request or reclaim, which this runtime does not serve.
+        // A scratch request or reclaim, for a reader that does not serve it.
         for v in [1, 0x400, 512] {
             assert_eq!(decode(v), Some(Status::OutOfResources), "{v:#x}");
         }

@@ -109,15 +109,23 @@ mod aql {
         /// gets this callback directly (`None`: its own policy).
         pub on_error: Option<QueueErrorCallback>,
         /// Private bytes per work-item the queue's scratch holds (`hsa_queue_create`'s
-        /// `private_segment_size`): the queue gets one scratch slot of 64 × this many bytes
-        /// (rounded up to 1 KiB) per wave the GPU holds, its fields written into
-        /// `amd_queue_t` ([`scratch`](super::scratch)). `None` (`UINT32_MAX` in the C API):
-        /// [`DEFAULT_PRIVATE_SEGMENT_BYTES`](super::scratch::DEFAULT_PRIVATE_SEGMENT_BYTES),
-        /// or no scratch when the platform cannot give that memory (ROCR creates a dGPU's
-        /// queues without scratch too); `Some(0)`: no scratch. A dispatch needing more than
-        /// the queue holds gets the command processor's scratch request, which hsa-core does
-        /// not serve yet: the queue stops with `OUT_OF_RESOURCES`.
+        /// `private_segment_size`): `Some(n)`: the queue gets one scratch slot of 64 × `n`
+        /// bytes (rounded up to 1 KiB) per wave the GPU holds at creation, its fields written
+        /// into `amd_queue_t` ([`scratch`](super::scratch)); `Some(0)`: none at creation.
+        /// `None` (`UINT32_MAX` in the C API): as [`grow_scratch`](Self::grow_scratch) says.
+        /// Whatever it starts with, a dispatch needing more gets the command processor's
+        /// scratch request, which [`AqlQueue::serve_scratch_request`] serves by growing it.
         pub private_segment_size: Option<u32>,
+        /// For `private_segment_size` `None`: `true` (the default with the `alloc` feature,
+        /// ROCR's for a GPU): the queue starts without scratch and gets it when the command
+        /// processor first reports a scratch request
+        /// ([`AqlQueue::serve_scratch_request`], which [`AqlQueue::wait_completion`] and
+        /// [`AqlQueue::reserve`] call); `false` (the default without `alloc`): a fixed
+        /// carve-out of [`DEFAULT_PRIVATE_SEGMENT_BYTES`](super::scratch::DEFAULT_PRIVATE_SEGMENT_BYTES)
+        /// per lane for every wave slot, taken at creation (none when the platform cannot
+        /// give it), for callers that wait on their completion signals without serving the
+        /// request.
+        pub grow_scratch: bool,
     }
 
     impl QueueConfig {
@@ -141,6 +149,7 @@ mod aql {
                 profiling: false,
                 on_error: None,
                 private_segment_size: None,
+                grow_scratch: cfg!(feature = "alloc"),
             }
         }
 
@@ -283,6 +292,13 @@ mod aql {
         /// `LIFE_*`: changed by `inactivate` and `close`, read by every waiter (a plain core
         /// atomic: the queue type is not part of the loom models).
         lifecycle: core::sync::atomic::AtomicU8,
+        /// Held while a scratch request is served, so that of two threads that see one
+        /// request (two waiters) one grows the scratch and the other waits for the result.
+        scratch_server: spin::Mutex<()>,
+        /// The application's error callback, called when a scratch request cannot be served
+        /// (with `alloc` the record's `forward`).
+        #[cfg(not(feature = "alloc"))]
+        on_error: Option<QueueErrorCallback>,
         /// Where the platform's error callback records why the queue stopped; its address is
         /// the callback's data, so it stays put and outlives the hardware queue. An `Arc`, not a
         /// `Box`: moving a `Box` would (under Stacked Borrows, as miri checks) invalidate the
@@ -366,7 +382,9 @@ mod aql {
         pub fn create(platform: H, config: &QueueConfig) -> Result<Self> {
             let (queue_type, size_packets) = config.validate()?;
             let mut memory = QueueMemory::allocate(&*platform, config.node, size_packets)?;
-            let scratch =
+            let scratch = if config.private_segment_size.is_none() && config.grow_scratch {
+                None
+            } else {
                 match memory.allocate_scratch(&*platform, config.node, config.private_segment_size)
                 {
                     Ok(s) => s,
@@ -374,7 +392,8 @@ mod aql {
                         let _ = memory.release(&*platform);
                         return Err(e);
                     }
-                };
+                }
+            };
             let id = NEXT_QUEUE_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
             let amd_va = memory.amd_queue_va();
             let doorbell_va = memory.signal_va(DOORBELL_SIGNAL_OFFSET);
@@ -465,6 +484,9 @@ mod aql {
                 inactive,
                 last_doorbell: core::sync::atomic::AtomicU64::new(0),
                 lifecycle: core::sync::atomic::AtomicU8::new(LIFE_ACTIVE),
+                scratch_server: spin::Mutex::new(()),
+                #[cfg(not(feature = "alloc"))]
+                on_error: config.on_error,
                 #[cfg(feature = "alloc")]
                 record: Some(record),
             })
@@ -570,6 +592,9 @@ mod aql {
                     None => QueueState::Active,
                 },
                 QUEUE_DESTROYED => QueueState::Destroyed,
+                // A scratch request waits for the runtime, it does not stop the queue
+                // (ROCR's DynamicScratchHandler reports no error for it).
+                v if super::scratch::is_scratch_request(v) => QueueState::Active,
                 v => QueueState::Stopped(super::inactive::decode(v).unwrap_or(Status::Error)),
             }
         }
@@ -653,15 +678,20 @@ mod aql {
                 if condition.holds(v, compare) {
                     return Ok(v);
                 }
+                // A failed request stops the queue: stop_error reports it.
+                let _ = self.serve_scratch_request();
                 if let Some(e) = self.stop_error() {
                     return Err(e);
                 }
                 let conditions = [condition, SignalCondition::Ne];
+                // 0 while the queue runs; a scratch request another thread is serving: wait
+                // for its value to change (not spin on it).
+                let inactive = self.inactive.load(LoadOrder::Acquire);
                 match wait_any_members(
                     members.len(),
                     |i| members[i],
                     &conditions,
-                    &[compare, 0],
+                    &[compare, inactive],
                     timeout_ns,
                     state,
                 ) {
@@ -671,6 +701,99 @@ mod aql {
                     None => return Ok(signal.load(LoadOrder::Acquire)),
                 }
             }
+        }
+
+        /// Serves the command processor's scratch request, if one is pending in the queue's
+        /// inactive signal ([`scratch::is_scratch_request`](super::scratch::is_scratch_request)),
+        /// as ROCR 5.2's `AqlQueue::DynamicScratchHandler` does: gives the queue's scratch
+        /// back, allocates what the kernel dispatch at the read index needs
+        /// ([`ScratchLayout::for_request`](super::scratch::ScratchLayout::for_request): its
+        /// `private_segment_size` for every wave slot of the GPU, or the slots it fills when
+        /// that is above 140 MiB), rewrites `amd_queue_t`'s scratch fields (V#,
+        /// `compute_tmpring_size`, backing address and size, bytes per lane), then stores 0
+        /// into the inactive signal (Release), which resumes the queue: the processor runs the
+        /// packet again with the new fields. [`wait_completion`](Self::wait_completion) and
+        /// [`reserve`](Self::reserve) call it while they wait; a thread that waits otherwise
+        /// (on a completion signal alone) calls it itself. The scratch is given back when the
+        /// queue is destroyed.
+        ///
+        /// Returns whether a request was served (`false`: none pending, the queue is not
+        /// active, or another thread is serving it now).
+        ///
+        /// # Errors
+        /// [`Status::OutOfResources`] (ROCR's status when it cannot give the scratch) when
+        /// the request cannot be served: more than
+        /// [`MAX_WAVE_SCRATCH_BYTES`](super::scratch::MAX_WAVE_SCRATCH_BYTES) per wave, a
+        /// packet without private segment or that is no kernel dispatch, a packet whose
+        /// `private_segment_size` already fits (its kernel needs more), or device memory the
+        /// platform cannot allocate. The queue then stops: the error's status goes into the
+        /// inactive signal ([`inactive::encode`](super::inactive::encode)), it is recorded
+        /// ([`error`](Self::error)) and the queue's error callback is called with it, as
+        /// ROCR calls `errors_callback_`.
+        pub fn serve_scratch_request(&self) -> Result<bool> {
+            // Another thread serving it: the caller waits for the inactive value to change.
+            let Some(_serving) = self.scratch_server.try_lock() else {
+                return Ok(false);
+            };
+            if !self.is_active()
+                || !super::scratch::is_scratch_request(self.inactive.load(LoadOrder::Acquire))
+            {
+                return Ok(false);
+            }
+            match self
+                .memory
+                .replace_scratch(&*self.platform, self.node, self.producer.ring())
+            {
+                Ok(layout) => {
+                    log::debug!(
+                        "queue {}: scratch request served: {} bytes for {} wave slots of {} \
+                         bytes",
+                        self.id,
+                        layout.size_bytes,
+                        layout.waves,
+                        layout.wave_bytes()
+                    );
+                    // Release: the processor's Acquire load of 0 sees the new fields.
+                    self.inactive.store(0, StoreOrder::Release);
+                    Ok(true)
+                }
+                Err(e) => {
+                    log::error!("queue {}: {}", self.id, e);
+                    self.inactive.store(
+                        super::inactive::encode(e.status(), false),
+                        StoreOrder::Release,
+                    );
+                    self.report_stop(&e);
+                    Err(e)
+                }
+            }
+        }
+
+        /// Records `error` as the reason the queue stopped (the first one only) and calls the
+        /// application's error callback, as the platform does for a processor's error.
+        fn report_stop(&self, error: &Error) {
+            #[cfg(feature = "alloc")]
+            if let Some(record) = &self.record {
+                {
+                    let mut slot = record.error.lock();
+                    if slot.is_none() {
+                        *slot = Some(error.clone());
+                    }
+                }
+                if let Some(cb) = record.forward {
+                    (cb.func)(error, self.hw.id, cb.data);
+                }
+            }
+            #[cfg(not(feature = "alloc"))]
+            if let Some(cb) = self.on_error {
+                (cb.func)(error, self.hw.id, cb.data);
+            }
+        }
+
+        /// Bytes of scratch backing memory the queue holds now (0: none); its fields in
+        /// `amd_queue_t` describe the same memory.
+        pub fn scratch_size_bytes(&self) -> u64 {
+            self.memory.scratch_bytes()
         }
 
         /// Loads the write index (`hsa_queue_load_write_index_scacquire` / `_relaxed`).
@@ -725,7 +848,10 @@ mod aql {
         /// [`wait_completion`](Self::wait_completion) documents (`Status::InvalidQueue` for a
         /// closed or inactive queue, the processor's status for a failed one).
         pub fn reserve(&self, count: u32) -> Result<Reservation<'_>> {
-            self.producer.reserve_unless(count, || self.stop_error())
+            self.producer.reserve_unless(count, || {
+                let _ = self.serve_scratch_request();
+                self.stop_error()
+            })
         }
 
         /// Reserves `count` slots if free now; see [`Producer::try_reserve`].
@@ -952,6 +1078,108 @@ mod aql {
             cfg.private_segment_size = Some(131_057);
             let e = AqlQueue::create(&plat, &cfg).map(|_| ()).unwrap_err();
             assert_eq!(e.status(), Status::OutOfResources);
+            assert_eq!(plat.live_chunks().len(), 0);
+        }
+
+        /// A published kernel dispatch of 128 work-items in groups of 64 asking for
+        /// `private` bytes per work-item, at the queue's next index; the CP's wave64 scratch
+        /// request (code 1) stored into the inactive signal, as the emulated CP stores it.
+        fn request_scratch<H: PlatformRef>(q: &AqlQueue<H>, private: u32) {
+            let mut k = crate::packet::KernelDispatch::one_dimensional(
+                GpuVa(0x1000),
+                GpuVa(0x2000),
+                64,
+                128,
+            );
+            k.private_segment_size_bytes = private;
+            let mut r = q.reserve(1).unwrap();
+            let index = r.write_next(&k.emit().unwrap()).unwrap();
+            q.ring_doorbell(index).unwrap();
+            q.inactive_signal().store(1, StoreOrder::Release);
+        }
+
+        /// ROCR's dynamic scratch, played on the fake: a queue created with the default
+        /// config holds no scratch; a pending request is not an error (state Active); serving
+        /// it for 16 bytes per work-item gives 3328 slots of 1 KiB (104 CUs × 32 slots) in a
+        /// new device-local chunk, rewrites the five fields as ROCR's InitScratchSRD does and
+        /// stores 0 (the resume); a request the held scratch already fits (the packet asks for
+        /// less than its kernel needs) fails the queue instead of looping; destroy gives the
+        /// memory back.
+        #[test]
+        fn a_scratch_request_grows_the_queues_scratch_and_resumes_it() {
+            let plat = platform();
+            let q = AqlQueue::create(&plat, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17)).unwrap();
+            assert_eq!(q.scratch_size_bytes(), 0);
+            assert_eq!(plat.live_chunks().len(), 2, "ring and descriptor only");
+            assert_eq!(q.serve_scratch_request(), Ok(false), "nothing pending");
+            request_scratch(&q, 16);
+            assert_eq!(q.state(), QueueState::Active);
+            assert_eq!(q.serve_scratch_request(), Ok(true));
+            assert_eq!(q.inactive_signal().load(LoadOrder::Acquire), 0, "resumed");
+            let d = q.memory.descriptor_snapshot();
+            let base = d.scratch_backing_memory_location;
+            assert_ne!(base, 0);
+            assert_eq!(base % (1 << 16), 0);
+            assert_eq!(d.compute_tmpring_size, 0xD00 | 1 << 12);
+            assert_eq!(d.scratch_backing_memory_byte_size, 3328 * 1024);
+            assert_eq!(d.scratch_wave64_lane_byte_size, 16);
+            assert_eq!(
+                d.scratch_resource_descriptor,
+                [
+                    base as u32,
+                    (base >> 32) as u32 | 1 << 31,
+                    3328 * 1024,
+                    0x00EA_4FAC
+                ]
+            );
+            assert_eq!(q.scratch_size_bytes(), 3328 * 1024);
+            assert_eq!(plat.live_chunks().len(), 3);
+            // The same packet again: its 16 bytes already fit.
+            q.inactive_signal().store(1, StoreOrder::Release);
+            let e = q.serve_scratch_request().unwrap_err();
+            assert_eq!(e.status(), Status::OutOfResources);
+            assert!(e.detail().to_string().contains("again"), "{e}");
+            assert_eq!(q.state(), QueueState::Stopped(Status::OutOfResources));
+            q.destroy().unwrap();
+            assert_eq!(plat.live_chunks().len(), 0);
+        }
+
+        /// A request above COMPUTE_TMPRING_SIZE.WAVESIZE (131057 bytes per work-item, 8 MiB
+        /// per wave) fails the queue with OUT_OF_RESOURCES: the status in the inactive
+        /// signal's upper half, the queue's recorded error, its callback called once; the
+        /// queue keeps no scratch. Without a pending request nothing is served.
+        #[test]
+        fn an_impossible_scratch_request_stops_the_queue_with_out_of_resources() {
+            use core::sync::atomic::AtomicUsize;
+            fn count(e: &Error, _: QueueId, data: usize) {
+                assert_eq!(e.status(), Status::OutOfResources);
+                // SAFETY: `data` is the test's `AtomicUsize`, alive while the queue is.
+                let n = unsafe { &*(data as *const AtomicUsize) };
+                n.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
+            }
+            let plat = platform();
+            let calls = AtomicUsize::new(0);
+            let mut cfg = QueueConfig::new(NodeId(1), 64, 64, 1 << 17);
+            cfg.on_error = Some(QueueErrorCallback {
+                func: count,
+                data: &calls as *const AtomicUsize as usize,
+            });
+            let q = AqlQueue::create(&plat, &cfg).unwrap();
+            request_scratch(&q, 131_057);
+            let e = q.serve_scratch_request().unwrap_err();
+            assert_eq!(e.status(), Status::OutOfResources);
+            assert!(
+                e.detail().to_string().contains("8388608 bytes per wave"),
+                "{e}"
+            );
+            let v = q.inactive_signal().load(LoadOrder::Acquire);
+            assert_eq!(v >> 32, i64::from(Status::OutOfResources.raw()));
+            assert_eq!(q.state(), QueueState::Stopped(Status::OutOfResources));
+            assert_eq!(q.error().map(|e| e.status()), Some(Status::OutOfResources));
+            assert_eq!(calls.load(core::sync::atomic::Ordering::SeqCst), 1);
+            assert_eq!(q.scratch_size_bytes(), 0);
+            assert_eq!(q.serve_scratch_request(), Ok(false), "stopped, not pending");
+            q.destroy().unwrap();
             assert_eq!(plat.live_chunks().len(), 0);
         }
 

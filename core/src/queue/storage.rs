@@ -20,7 +20,7 @@ use crate::status::{show_host_ptr, Error, Result, Status};
 use crate::sync::Ordering;
 
 use super::ring::{Ring, INVALID_HEADER_WORD};
-use super::scratch::{ScratchLayout, DEFAULT_PRIVATE_SEGMENT_BYTES};
+use super::scratch::{DispatchShape, ScratchLayout, DEFAULT_PRIVATE_SEGMENT_BYTES};
 
 /// Bytes of the descriptor chunk.
 pub(super) const DESCRIPTOR_BYTES: u64 = 4096;
@@ -52,8 +52,10 @@ pub(super) struct QueueMemory {
     hw: spin::Mutex<Option<QueueId>>,
     /// Whether the chunks were given back (or abandoned).
     released: bool,
-    /// The queue's scratch backing memory, if it has any (given back with the chunks).
-    scratch: Option<MemoryChunk>,
+    /// The queue's scratch backing memory, if it has any (given back with the chunks); a
+    /// lock because a scratch request is served through a shared reference
+    /// ([`QueueMemory::replace_scratch`]), one server at a time.
+    pub(super) scratch: spin::Mutex<Option<HeldScratch>>,
 }
 
 fn allocate<P: Platform>(platform: &P, node: NodeId, size_bytes: u64) -> Result<Chunk> {
@@ -94,6 +96,44 @@ fn allocate<P: Platform>(platform: &P, node: NodeId, size_bytes: u64) -> Result<
     }
 }
 
+/// A queue's scratch: its memory and the layout its `amd_queue_t` fields describe.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct HeldScratch {
+    chunk: MemoryChunk,
+    layout: ScratchLayout,
+}
+
+/// The node's compute units, `max_slots_scratch_cu` and shader engines (`array_count` /
+/// `simd_arrays_per_engine`, ROCR's `NumShaderBanks`); `None` for a node the platform does not
+/// list.
+fn scratch_geometry<P: Platform>(platform: &P, node: NodeId) -> Option<(u32, u32, u32)> {
+    let props = (0..platform.node_count())
+        .filter_map(|i| platform.node(i).ok())
+        .find(|p| p.node_id == node.0)?;
+    let cus = props.simd_count.checked_div(props.simd_per_cu).unwrap_or(0);
+    let engines = props
+        .array_count
+        .checked_div(props.simd_arrays_per_engine)
+        .unwrap_or(1);
+    Some((cus, props.max_slots_scratch_cu, engines))
+}
+
+/// Device-local memory for `layout` on `node`: whole pages, 64 KiB-aligned (ROCR's scratch
+/// pool alignment).
+fn allocate_scratch_chunk<P: Platform>(
+    platform: &P,
+    node: NodeId,
+    layout: &ScratchLayout,
+) -> Result<MemoryChunk> {
+    platform.allocate_memory(&MemoryRequest {
+        node,
+        kind: MemoryKind::DeviceLocal,
+        size_bytes: layout.size_bytes.next_multiple_of(4096),
+        align_bytes: 1 << 16,
+        flags: MemoryFlags::empty(),
+    })
+}
+
 impl QueueMemory {
     /// Allocates a ring of `size_packets` (a power of two; at least 4096 bytes are taken) and
     /// the descriptor chunk.
@@ -117,7 +157,7 @@ impl QueueMemory {
             desc,
             hw: spin::Mutex::new(None),
             released: false,
-            scratch: None,
+            scratch: spin::Mutex::new(None),
         })
     }
 
@@ -239,9 +279,9 @@ impl QueueMemory {
         let a = unsafe { platform.free_memory(&self.ring.chunk) };
         // SAFETY: as above.
         let b = unsafe { platform.free_memory(&self.desc.chunk) };
-        let c = match self.scratch.take() {
+        let c = match self.scratch.get_mut().take() {
             // SAFETY: as above (the scratch is the hardware queue's alone).
-            Some(s) => unsafe { platform.free_memory(&s) },
+            Some(s) => unsafe { platform.free_memory(&s.chunk) },
             None => Ok(()),
         };
         a.and(b).and(c)
@@ -261,28 +301,17 @@ impl QueueMemory {
         node: NodeId,
         private_segment_size: Option<u32>,
     ) -> Result<Option<(ScratchLayout, GpuVa)>> {
-        let Some(props) = (0..platform.node_count())
-            .filter_map(|i| platform.node(i).ok())
-            .find(|p| p.node_id == node.0)
-        else {
+        let Some((cus, slots, _)) = scratch_geometry(platform, node) else {
             return Ok(None);
         };
-        let cus = props.simd_count.checked_div(props.simd_per_cu).unwrap_or(0);
         let lane_bytes = private_segment_size.unwrap_or(DEFAULT_PRIVATE_SEGMENT_BYTES);
-        let Some(layout) = ScratchLayout::new(lane_bytes, cus, props.max_slots_scratch_cu)? else {
+        let Some(layout) = ScratchLayout::new(lane_bytes, cus, slots)? else {
             return Ok(None);
         };
-        let request = MemoryRequest {
-            node,
-            kind: MemoryKind::DeviceLocal,
-            size_bytes: layout.size_bytes.next_multiple_of(4096),
-            align_bytes: 1 << 16,
-            flags: MemoryFlags::empty(),
-        };
-        match platform.allocate_memory(&request) {
+        match allocate_scratch_chunk(platform, node, &layout) {
             Ok(chunk) => {
                 let base = chunk.gpu_va;
-                self.scratch = Some(chunk);
+                *self.scratch.get_mut() = Some(HeldScratch { chunk, layout });
                 Ok(Some((layout, base)))
             }
             Err(e) if private_segment_size.is_none() => {
@@ -308,6 +337,130 @@ impl QueueMemory {
                 },
             )),
         }
+    }
+
+    /// Serves the command processor's scratch request for the kernel dispatch at the read
+    /// index (ROCR 5.2 `AqlQueue::DynamicScratchHandler`): gives the queue's scratch back,
+    /// allocates the scratch [`ScratchLayout::for_request`] sizes for the packet on `node`,
+    /// and writes its fields into `amd_queue_t` (`fill`). On failure the queue is left
+    /// without scratch (its fields 0), as ROCR leaves it. The caller resumes the queue (or
+    /// fails it) afterwards and holds no other view of the scratch fields.
+    ///
+    /// # Errors
+    /// [`Status::OutOfResources`]: the slot at the read index holds no kernel dispatch, the
+    /// request is one [`ScratchLayout::for_request`] refuses, the new scratch would be no
+    /// larger than the one the queue holds (the packet's `private_segment_size` is below what
+    /// its kernel needs: growing could never end the requests), or the platform cannot
+    /// allocate it (its detail in the message).
+    pub(super) fn replace_scratch<P: Platform>(
+        &self,
+        platform: &P,
+        node: NodeId,
+        ring: &Ring,
+    ) -> Result<ScratchLayout> {
+        let mut held = self.scratch.lock();
+        let read = ring.read_index().load(Ordering::Acquire);
+        let header = ring.header_word(read).load(Ordering::Acquire);
+        if header & 0xff != crate::abi::packet::PacketType::KernelDispatch as u32 {
+            return Err(Error::lazy(
+                Status::OutOfResources,
+                [read, u64::from(header & 0xff)],
+                |&[read, ty, ..], f| {
+                    write!(
+                        f,
+                        "scratch request for packet {read}, whose type {ty} is not a kernel \
+                         dispatch (2)"
+                    )
+                },
+            ));
+        }
+        // SAFETY: the packet processor published the slot (valid header seen with Acquire)
+        // and is stopped on it until the inactive signal is 0 again: the producer no longer
+        // writes its body and the processor neither writes nor releases it meanwhile.
+        let packet = unsafe { ring.read_packet(read, header) };
+        let shape = DispatchShape::from_packet(&packet);
+        let (cus, slots, engines) = scratch_geometry(platform, node).unwrap_or((0, 0, 0));
+        let layout = ScratchLayout::for_request(&shape, cus, slots, engines)?;
+        let (held_lane, held_waves) = held
+            .as_ref()
+            .map_or((0, 0), |h| (h.layout.lane_bytes, h.layout.waves));
+        if layout.lane_bytes <= held_lane && layout.waves <= held_waves {
+            return Err(Error::lazy(
+                Status::OutOfResources,
+                [
+                    read,
+                    u64::from(shape.private_segment_size),
+                    u64::from(held_lane),
+                ],
+                |&[read, private, held, ..], f| {
+                    write!(
+                        f,
+                        "scratch request for packet {read} again: its private_segment_size \
+                         {private} bytes per work-item fits the {held} the queue holds; the \
+                         kernel needs more than its packet asks for"
+                    )
+                },
+            ));
+        }
+        let cleared = AmdQueue::default();
+        if let Some(HeldScratch { chunk, .. }) = held.take() {
+            self.write_scratch_fields(&cleared);
+            // SAFETY: the processor waits for the resume and reads the scratch fields (now 0)
+            // only after it; no wave runs on this scratch (the request stops the queue before
+            // a dispatch launches, and earlier dispatches completed).
+            let _ = unsafe { platform.free_memory(&chunk) };
+        }
+        let chunk = allocate_scratch_chunk(platform, node, &layout).map_err(|e| {
+            Error::lazy(
+                Status::OutOfResources,
+                [
+                    layout.size_bytes,
+                    u64::from(layout.waves),
+                    e.status().raw().into(),
+                ],
+                |&[bytes, waves, status, ..], f| {
+                    write!(
+                        f,
+                        "scratch request: allocating {bytes} bytes of device memory for {waves} \
+                         wave slots failed ({})",
+                        Status::from_raw(status as u32).map_or("?", Status::c_name)
+                    )
+                },
+            )
+        })?;
+        let mut fields = AmdQueue::default();
+        layout.fill(chunk.gpu_va.get(), &mut fields);
+        self.write_scratch_fields(&fields);
+        *held = Some(HeldScratch { chunk, layout });
+        Ok(layout)
+    }
+
+    /// Copies the five scratch fields of `from` into the live `amd_queue_t`.
+    fn write_scratch_fields(&self, from: &AmdQueue) {
+        let q = self.desc.host.as_ptr().cast::<AmdQueue>();
+        // SAFETY: the descriptor chunk holds a live amd_queue_t until `release`; these fields
+        // are plain data that only the runtime writes and the processor reads after the
+        // Release store that resumes the queue (or at creation); other fields, which others
+        // access atomically, are not touched.
+        unsafe {
+            core::ptr::addr_of_mut!((*q).scratch_resource_descriptor)
+                .write(from.scratch_resource_descriptor);
+            core::ptr::addr_of_mut!((*q).compute_tmpring_size).write(from.compute_tmpring_size);
+            core::ptr::addr_of_mut!((*q).scratch_backing_memory_location)
+                .write(from.scratch_backing_memory_location);
+            core::ptr::addr_of_mut!((*q).scratch_backing_memory_byte_size)
+                .write(from.scratch_backing_memory_byte_size);
+            core::ptr::addr_of_mut!((*q).scratch_wave64_lane_byte_size)
+                .write(from.scratch_wave64_lane_byte_size);
+        }
+    }
+
+    /// Bytes of scratch backing memory the queue holds now (0: none).
+    pub(super) fn scratch_bytes(&self) -> u64 {
+        self.scratch
+            .lock()
+            .as_ref()
+            .map_or(0, |h| h.chunk.size_bytes)
     }
 
     /// A copy of the `amd_queue_t` (tests only: reads while nothing else writes).

@@ -414,6 +414,9 @@ pub(crate) enum Outcome {
     /// `IllegalInstruction` for an encoding it does not implement), and the access that
     /// faulted when it was a memory fault of a known address.
     Failed(Error, Option<MemoryFault>),
+    /// The CP did not launch the dispatch: the queue's scratch (its `amd_queue_t` fields) is
+    /// too small for it — the scratch request.
+    ScratchRequest(crate::gfx9::exec::ScratchShort),
 }
 
 /// Runs `dispatch` as machine code for `target` on GPU `gpu_id` with `lds_bytes` of LDS,
@@ -446,6 +449,7 @@ pub(crate) fn run(
     gb_addr_config: u32,
     caches: &mut Interpreters,
 ) -> Outcome {
+    let mut scratch = None;
     match run_inner(
         dispatch,
         target,
@@ -459,9 +463,13 @@ pub(crate) fn run(
         launch,
         gb_addr_config,
         caches,
+        &mut scratch,
     ) {
         Ok(s) => Outcome::Ran(s),
-        Err((e, fault)) => Outcome::Failed(e, fault),
+        Err((e, fault)) => match scratch {
+            Some(short) => Outcome::ScratchRequest(short),
+            None => Outcome::Failed(e, fault),
+        },
     }
 }
 
@@ -634,6 +642,7 @@ fn run_inner(
     launch: WaveLaunch,
     gb_addr_config: u32,
     kept: &mut Interpreters,
+    scratch: &mut Option<crate::gfx9::exec::ScratchShort>,
 ) -> Result<ExecStats, Failure> {
     let memory = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
     // Errors before the work-groups run: the fault, if any, is the main memory's.
@@ -666,6 +675,11 @@ fn run_inner(
         gb_addr_config,
         ..prepared.state
     };
+    // The CP's scratch request, typed, before anything else it refuses.
+    if let Some(short) = crate::gfx9::exec::scratch_request(&descriptor, &state) {
+        *scratch = Some(short);
+        return Err(setup(short.error()));
+    }
     check_dispatch(&descriptor, &state).map_err(setup)?;
     let total = workgroup_total(&state);
     let mut workers = (threads.max(1) as u64).min(total).max(1) as usize;

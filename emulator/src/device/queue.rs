@@ -256,6 +256,7 @@ impl CpThread {
                     target: gpu.and_then(|g| g.target),
                     isa: gpu.map_or("unknown", |g| g.isa.as_str()),
                     fault: std::cell::Cell::new(None),
+                    scratch_request: std::cell::Cell::new(None),
                     vm_fault_raised: std::cell::Cell::new(false),
                     stop: &self.ctl.stop,
                     ctl: &self.ctl,
@@ -302,6 +303,9 @@ struct CpHost<'a> {
     isa: &'a str,
     /// The access that faulted, when a kernel stopped the queue with a memory fault.
     fault: std::cell::Cell<Option<MemoryFault>>,
+    /// The scratch request the last kernel execution was refused for
+    /// ([`ProcessorHost::scratch_request`]).
+    scratch_request: std::cell::Cell<Option<hsa_core::queue::inactive::ScratchRequest>>,
     /// Whether that fault's KFD memory event is raised already ([`CpHost::raise_vm_fault`]).
     vm_fault_raised: std::cell::Cell<bool>,
     /// Set by DESTROY_QUEUE: a running kernel is preempted ([`ProcessorHost::preempted`]).
@@ -419,8 +423,8 @@ impl ProcessorHost for CpHost<'_> {
         self.stop.load(Ordering::SeqCst)
     }
 
-    fn is_scratch_request(&self, error: &hsa_core::Error) -> bool {
-        crate::gfx9::exec::is_scratch_request(error)
+    fn scratch_request(&self) -> Option<hsa_core::queue::inactive::ScratchRequest> {
+        self.scratch_request.take()
     }
 
     fn execute_kernel(&self, dispatch: &DecodedKernelDispatch) -> hsa_core::Result<()> {
@@ -511,6 +515,16 @@ impl ProcessorHost for CpHost<'_> {
                     started.elapsed().as_secs_f64()
                 );
                 Ok(())
+            }
+            interp::Outcome::ScratchRequest(short) => {
+                self.scratch_request.set(Some(short));
+                Err(error!(
+                    Status::OutOfResources,
+                    "{} on {}: {}",
+                    self.kernel_label(dispatch).0,
+                    target.name(),
+                    short.error().detail()
+                ))
             }
             interp::Outcome::Failed(e, fault) => {
                 self.fault.set(fault);
