@@ -30,6 +30,13 @@
 //! VRAM and system memory are both host memory, so migration would not change what the GPU
 //! reads. Not modelled: amdkfd's check that the range lies in the process's VMAs (`EFAULT`):
 //! the emulated device does not see the host's mappings at ioctl time.
+//!
+//! Unmapping: amdkfd removes the part of a range whose CPU pages are unmapped (its MMU
+//! notifier). The emulated device lives in the process and does not see every `munmap` (the
+//! C library's `free` makes its own system call), so a range can outlive its memory; it is
+//! dropped when a USERPTR buffer object is allocated over it ([`cpu_unmapped`], called by
+//! `alloc_memory_of_gpu`: that memory is mapped now, so mapped anew), and until then the GPU
+//! reaching its unmapped pages takes a VM fault (the accesses are guarded).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
