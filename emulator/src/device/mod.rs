@@ -593,6 +593,16 @@ impl EmulatedKfd {
         }
     }
 
+    /// The process unmapped its CPU pages `addr..addr + len` (bytes; `munmap`, as an
+    /// interposer sees it): the SVM ranges over them go, as amdkfd's MMU notifier removes
+    /// them (`svm_range_unmap_from_cpu`), so the GPU reaches those pages no more and a buffer
+    /// object may be allocated there again. Buffer objects are not touched (amdkfd keeps a
+    /// USERPTR buffer object whose pages went; the GPU's access to them faults). Returns
+    /// whether an SVM range was there. A zero `len` is nothing.
+    pub fn cpu_unmapped(&self, addr: u64, len: u64) -> bool {
+        len != 0 && svm::cpu_unmapped(&self.device, addr, len)
+    }
+
     /// Number of ioctls issued so far (failed ones included).
     pub fn ioctl_count(&self) -> u64 {
         self.device.ioctls.load(Ordering::SeqCst)
@@ -1161,6 +1171,11 @@ mod tests {
             addr + 4096
         );
         drop(allocs);
+        // An unmap the interposer sees (munmap) drops the pages it covers the same way.
+        assert!(!d.cpu_unmapped(addr, 0));
+        assert!(d.cpu_unmapped(addr, 4096));
+        assert_eq!(lock(&d.device.svm).len(), 1);
+        assert!(!d.cpu_unmapped(addr, 4096));
         drop(host);
     }
 
