@@ -314,6 +314,9 @@ pub(crate) struct Records {
     /// Per GPU node: the first clock sample and the latest (Linux: `LinuxPlatform::clock_sample`).
     #[cfg(feature = "linux")]
     pub(crate) clocks: Mutex<BTreeMap<u32, (hsa_linux::ClockSample, hsa_linux::ClockSample)>>,
+    /// Per GPU node: its clock counter's rate, Hz, once measured (`State::gpu_clock_frequency`).
+    #[cfg(feature = "linux")]
+    pub(crate) gpu_clock_hz: Mutex<BTreeMap<u32, u64>>,
 }
 
 impl State {
@@ -389,6 +392,34 @@ impl State {
         let ratio = t1.system.saturating_sub(t0.system) as f64 / gpu_span;
         let offset = (tick as i128 - i128::from(t1.gpu)) as f64 * ratio;
         Ok((i128::from(t1.system) + offset as i128).max(0) as u64)
+    }
+
+    /// The rate of GPU `node`'s clock counter, Hz (`HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY`):
+    /// `system_hz` on the emulated device (its counter is the system timestamp); on
+    /// `/dev/kfd` measured from two `AMDKFD_IOC_GET_CLOCK_COUNTERS` samples 10 ms apart (taken
+    /// once per node and kept) against the system timestamp of `system_hz`, rounded to whole
+    /// MHz (amdgpu's counters run at whole MHz: 100 MHz on gfx9 and later).
+    ///
+    /// # Errors
+    /// The clock ioctl's error.
+    #[cfg(feature = "linux")]
+    pub(crate) fn gpu_clock_frequency(&self, node: NodeId, system_hz: u64) -> Result<u64, Error> {
+        if self.device.is_emulated() {
+            return Ok(system_hz);
+        }
+        let mut freqs = lock(&self.records.gpu_clock_hz);
+        if let Some(f) = freqs.get(&node.0) {
+            return Ok(*f);
+        }
+        let platform = self.platform_ref();
+        let t0 = platform.clock_sample(node)?;
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let t1 = platform.clock_sample(node)?;
+        let system = t1.system.saturating_sub(t0.system).max(1) as f64;
+        let hz = t1.gpu.saturating_sub(t0.gpu) as f64 * system_hz as f64 / system;
+        let f = ((hz / 1e6).round() as u64).saturating_mul(1_000_000);
+        freqs.insert(node.0, f);
+        Ok(f)
     }
 
     /// The backend's part of the state.

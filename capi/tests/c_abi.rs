@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use hsa_runtime64::abi::ALL;
@@ -148,7 +148,8 @@ fn exported_symbols() -> Vec<(String, String)> {
 
 /// The export table: every function under `ROCR_1`, rocminfo's ten imports among them, the
 /// soname `libhsa-runtime64.so.1`, and every export declared by `hsa.h`/`hsa_ext_amd.h`
-/// (with `hsa_ext_image.h`), `hsa_ext_finalize.h` or `hsa_rt_ext.h`: a C file taking each one's address compiles with `-Werror`.
+/// (with `hsa_ext_image.h`), `hsa_ext_finalize.h`, `hsa_rt_ext.h` or `hsa_rocr7.h` (ROCR 7's
+/// additions, declared for programs built against ROCR 5.2's headers): a C file taking each one's address compiles with `-Werror`.
 #[test]
 fn exports_are_declared_api_under_rocr_1() {
     if !have_headers() || !which("objdump") {
@@ -187,7 +188,7 @@ fn exports_are_declared_api_under_rocr_1() {
 
     let mut c = String::from(
         "#include <hsa/hsa.h>\n#include <hsa/hsa_ext_amd.h>\n#include <hsa/hsa_ext_finalize.h>\n\
-         #include \"hsa_rt_ext.h\"\n\
+         #include \"hsa_rt_ext.h\"\n#include \"hsa_rocr7.h\"\n\
          void* exports[] = {\n",
     );
     for (name, _) in &syms {
@@ -498,6 +499,33 @@ fn c_api_check_passes() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(stdout, "api_check: ok\n");
+}
+
+/// `c/rocr7_api.c`: the ROCR 7 functions and attributes HIP 7.2.4 needs, with values and
+/// statuses checked in C: TIMESTAMP_FREQUENCY (1 GHz on the emulated GPU, the system's on the
+/// CPU), ASIC_FAMILY_ID 141, NEAREST_CPU, MEMORY_AVAIL, CLOCK_COUNTERS; copy-engine status
+/// (ROCR 7's mask per direction, an engine with a gated copy in flight left out until it
+/// runs), copies on a chosen engine (verified) and ROCR 7's refusals; the SDMA log (one line
+/// per command while on); EXECUTABLE pool allocations; the vmem API (host-only reservations
+/// usable, every device-side call's status while unsupported); AIS reads and writes checked
+/// against `pread`/`pwrite`; dma-buf export of VRAM (offset in the buffer object) and its
+/// refusals; the async scratch limit's statuses; sampler v2's per-axis clamps in the S#.
+#[test]
+fn c_rocr7_api_passes() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("rocr7_api");
+    let out = on_emulated_device(&exe, &libdir)
+        .output()
+        .expect("run rocr7_api");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "rocr7_api failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "rocr7_api: ok\n");
 }
 
 /// `c/rocr_ext.c`: the ROCR extension functions HIP and ROCm tools use, from C: extension
@@ -1275,6 +1303,63 @@ fn readme_table_lists_every_rocr_export() {
         "README table vs Debian's exports: missing rows {missing:?}, rows for no export {extra:?}"
     );
     assert_eq!(names, theirs, "rows are in name order");
+    let ours = exported_symbols();
+    for (name, here) in &rows {
+        let exported = ours.iter().find(|(n, _)| n == name);
+        match here.as_str() {
+            "not provided" => assert!(exported.is_none(), "{name} is exported: update the table"),
+            "implemented" | "absent feature" => match exported {
+                Some((_, version)) => assert_eq!(version, "ROCR_1", "{name}"),
+                None => panic!("{name} is marked {here} but not exported"),
+            },
+            other => panic!("{name}: unknown entry {other:?}"),
+        }
+    }
+}
+
+/// README.md's table of ROCR 7.2.4's additions lists exactly the functions Debian's ROCR
+/// 7.2.4 (the ROCm 7 chroot's `libhsa-runtime64.so.1`) exports beyond ROCR 5.2.3, in name
+/// order; those marked implemented or absent feature are exported here under `ROCR_1`, those
+/// marked not provided are not. Skips without the chroot or Debian's ROCR 5.2.3.
+#[test]
+fn readme_rocr7_table_lists_every_rocr7_addition() {
+    let root = std::env::var_os("ROCM7_CHROOT")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from("/work/chroots/rocm7"), PathBuf::from);
+    let rocr7 = root.join("usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1");
+    let rocr5 = Path::new("/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1");
+    if !rocr7.exists() || !rocr5.exists() || !which("nm") || !which("objdump") {
+        println!(
+            "skipped: {} (scripts/rocm7-chroot.sh build) or {} or nm/objdump missing",
+            rocr7.display(),
+            rocr5.display()
+        );
+        return;
+    }
+    let old = nm_defined(rocr5);
+    let added: Vec<String> = nm_defined(&rocr7)
+        .into_iter()
+        .filter(|n| n.starts_with("hsa_") && !old.contains(n))
+        .collect();
+    assert_eq!(added.len(), 36, "ROCR 7.2.4 adds 36 functions: {added:?}");
+    let readme = std::fs::read_to_string(common::crate_dir().join("README.md")).unwrap();
+    let (_, rest) = readme
+        .split_once("<!-- rocr7-exports: begin -->")
+        .expect("README.md has the rocr7-exports table");
+    let (table, _) = rest.split_once("<!-- rocr7-exports: end -->").unwrap();
+    let rows: Vec<(String, String)> = table
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let name = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((name.to_string(), cells.get(2)?.to_string()))
+        })
+        .collect();
+    let names: Vec<String> = rows.iter().map(|(n, _)| n.clone()).collect();
+    assert_eq!(
+        names, added,
+        "the table's rows are ROCR 7.2.4's additions, in name order"
+    );
     let ours = exported_symbols();
     for (name, here) in &rows {
         let exported = ours.iter().find(|(n, _)| n == name);

@@ -618,17 +618,38 @@ pub struct SamplerDescriptor {
 /// `HSA_EXT_STATUS_ERROR_SAMPLER_DESCRIPTOR_UNSUPPORTED` naming a mode outside
 /// `hsa_ext_image.h`'s values.
 pub fn sampler_object(desc: &SamplerDescriptor) -> Result<[u32; SAMPLER_OBJECT_DWORDS]> {
+    sampler_object_per_axis(desc, [desc.address_mode; 3])
+}
+
+/// The sampler object of `desc` with one addressing mode per axis (`address_modes` X, Y, Z,
+/// `hsa_ext_sampler_descriptor_v2_t` of ROCR 7's `hsa_ext_sampler_create_v2`; `desc`'s own
+/// `address_mode` is not used), each placed in its CLAMP_X/Y/Z field as
+/// [`sampler_object`] places the one mode.
+///
+/// # Errors
+/// As [`sampler_object`], naming the first mode outside `hsa_ext_image.h`'s values.
+pub fn sampler_object_per_axis(
+    desc: &SamplerDescriptor,
+    address_modes: [u32; 3],
+) -> Result<[u32; SAMPLER_OBJECT_DWORDS]> {
     // SQ_TEX_CLAMP: wrap 0, mirror 1, clamp to last texel 2, clamp to border 6.
-    let clamp = match desc.address_mode {
-        0 | 3 => 0,
-        1 => 2,
-        2 => 6,
-        4 => 1,
-        other => bail!(
-            Status::SamplerDescriptorUnsupported,
-            "sampler addressing mode {other} is not an hsa_ext_sampler_addressing_mode_t"
-        ),
+    let clamp_of = |mode: u32| -> Result<u8> {
+        Ok(match mode {
+            0 | 3 => 0,
+            1 => 2,
+            2 => 6,
+            4 => 1,
+            other => bail!(
+                Status::SamplerDescriptorUnsupported,
+                "sampler addressing mode {other} is not an hsa_ext_sampler_addressing_mode_t"
+            ),
+        })
     };
+    let clamp = [
+        clamp_of(address_modes[0])?,
+        clamp_of(address_modes[1])?,
+        clamp_of(address_modes[2])?,
+    ];
     let unnormalized = match desc.coordinate_mode {
         0 => true,
         1 => false,
@@ -649,7 +670,7 @@ pub fn sampler_object(desc: &SamplerDescriptor) -> Result<[u32; SAMPLER_OBJECT_D
     let mut w = [0u32; SAMPLER_OBJECT_DWORDS];
     // BORDER_COLOR_TYPE 0: transparent black.
     SamplerRsrc {
-        clamp: [clamp; 3],
+        clamp,
         force_unnormalized: unnormalized,
         max_lod: 4095,
         xy_mag_filter: filter,

@@ -22,9 +22,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-/// hsa_* functions libamdhip64.so.7 (HIP 7.2.4) imports that hsa-rt's library does not
-/// export yet (`ldd -r`; docs/rocm7-status.md). HIP is linked with BIND_NOW: it does not
-/// load while one is missing.
+/// hsa_* functions libamdhip64.so.7 (HIP 7.2.4) imports that hsa-rt's library did not
+/// export before issue 36 (`ldd -r`; docs/rocm7-status.md); none is missing now
+/// (`hip7_imports_nothing_missing_from_ours`). HIP is linked with BIND_NOW: it does not load
+/// while one is missing.
 const HIP7_MISSING_HSA: [&str; 21] = [
     "hsa_amd_agent_set_async_scratch_limit",
     "hsa_amd_ais_file_read",
@@ -503,20 +504,18 @@ fn hip7_imports_missing_from_ours_are_the_known_ones() {
     );
 }
 
+/// hsa-rt's library exports every hsa_* function HIP 7.2.4 imports (issue 36; also
+/// `capi/tests/hip7.rs`).
 #[test]
-#[ignore = "hsa-rt does not export 21 hsa_* functions libamdhip64.so.7 imports (copy engines, \
-            vmem, dmabuf, logging, scratch limit, AIS, sampler v2): issue 36"]
 fn hip7_imports_nothing_missing_from_ours() {
     let Some(root) = chroot() else { return };
     let missing = hip7_missing_on_ours(&root);
     assert!(missing.is_empty(), "missing: {missing:?}");
 }
 
+/// HIP 7.2.4's vector add on hsa-rt's library, on its own emulated device (issue 36; hip_check's
+/// sections and gfx942 in `capi/tests/hip7.rs`).
 #[test]
-#[ignore = "HIP 7.2.4 does not load on hsa-rt's library (BIND_NOW, 21 hsa_* imports missing); \
-            past that (issue 36's stubbed run) it needs agent attribute 0xA016 \
-            (TIMESTAMP_FREQUENCY, not yet answered), copy-engine status and \
-            hsa_amd_memory_pool_allocate with HSA_AMD_MEMORY_POOL_EXECUTABLE_FLAG"]
 fn hip7_vector_add_on_ours() {
     let Some(root) = chroot() else { return };
     let exe = vector_add7(&root);

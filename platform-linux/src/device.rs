@@ -642,6 +642,71 @@ impl LinuxPlatform {
         })
     }
 
+    /// Bytes of memory amdkfd would still let this process allocate on the GPU of `node`
+    /// (`AMDKFD_IOC_AVAILABLE_MEMORY`, `kfd_ioctl_get_available_memory_args.available`): what
+    /// ROCR 7 reports as `HSA_AMD_AGENT_INFO_MEMORY_AVAIL` (before adding its own caches).
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] when `node` is not one of the platform's GPUs; the ioctl's
+    /// error (named, see [`crate::kfd::ioctl_error`]; amdkfd before interface 1.9 has no such
+    /// ioctl).
+    pub fn available_memory(&self, node: NodeId) -> Result<u64, Error> {
+        let Some(gpu) = self.gpu_by_node(node) else {
+            bail!(Status::InvalidArgument, "node {} is not a GPU", node.0);
+        };
+        let mut a = GetAvailableMemoryArgs {
+            gpu_id: gpu.gpu_id,
+            ..GetAvailableMemoryArgs::default()
+        };
+        call(&*self.driver, &mut a)?;
+        Ok(a.available)
+    }
+
+    /// A new dma-buf file descriptor over the buffer object holding `len` bytes at `va`, and
+    /// the byte offset of `va` in it (`AMDKFD_IOC_EXPORT_DMABUF` of the chunk's KFD handle;
+    /// libhsakmt's `hsaKmtExportDMABufHandle`, what ROCR 7's `hsa_amd_portable_export_dmabuf`
+    /// calls). The caller owns the descriptor; the chunk stays this platform's.
+    ///
+    /// # Errors
+    /// [`Status::InvalidAllocation`] when no chunk of this platform holds the whole range;
+    /// [`Status::InvalidArgument`] for registered host memory or host memory of a machine
+    /// without GPUs (no buffer object of KFD's to export); the ioctl's error, as
+    /// [`Status::Error`] (amdgpu refuses to export USERPTR system memory).
+    pub fn export_dmabuf(&self, va: u64, len: u64) -> Result<(std::os::fd::OwnedFd, u64), Error> {
+        let st = lock(&self.state);
+        let Some((&start, rec)) = st.chunks.iter().find(|(&s, r)| {
+            va >= s
+                && va
+                    .checked_add(len)
+                    .is_some_and(|e| e <= s.saturating_add(r.size))
+        }) else {
+            bail!(
+                Status::InvalidAllocation,
+                "no chunk holds {len} bytes at {va:#x}"
+            );
+        };
+        if rec.user {
+            bail!(
+                Status::InvalidArgument,
+                "{va:#x} is registered host memory of the application: no buffer object to export"
+            );
+        }
+        let Some(handle) = rec.handle else {
+            bail!(
+                Status::InvalidArgument,
+                "{va:#x} is host memory of a machine without GPUs: no buffer object to export"
+            );
+        };
+        let fd = calls::export_dmabuf(&*self.driver, handle).map_err(|e| {
+            error!(
+                Status::Error,
+                "exporting the chunk at {start:#x}: {}",
+                e.detail()
+            )
+        })?;
+        Ok((fd, va - start))
+    }
+
     fn topo_node(&self, index: usize) -> Result<&TopologyNode, Error> {
         self.topology.nodes.get(index).ok_or_else(|| {
             error!(

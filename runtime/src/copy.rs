@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex, Weak};
 use hsa_core::addr::{GpuVa, NodeId};
 use hsa_core::platform::{MemoryFault, Platform};
 use hsa_core::runtime::host_memory::HostMemory;
-use hsa_core::runtime::Runtime;
+use hsa_core::runtime::{Agent, Runtime};
 use hsa_core::sdma::{copy_commands, copy_rect_commands, RectSurface, SdmaCompletion, SdmaQueue};
 use hsa_core::signal::{LoadOrder, MemoryOrder, SignalCondition, StoreOrder, WaitState};
 use hsa_core::{bail, Error, Status};
@@ -64,6 +64,10 @@ impl CopyEngineId {
     /// The engine every copy takes today.
     pub const DEFAULT: CopyEngineId = CopyEngineId(0);
 }
+
+/// Where the copy engine writes its SDMA log lines (ROCm 7's `hsa_amd_enable_logging` with
+/// `HSA_AMD_LOG_FLAG_SDMA`): called with one line, no newline, per command submitted.
+pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// How the copy engine behaves, fixed when it is made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,6 +193,8 @@ pub struct CopyEngine<P: Platform + 'static> {
     sdma: Mutex<HashMap<EngineKey, Option<Queue<P>>>>,
     /// SDMA commands submitted that may not have run yet, by GPU node and engine.
     in_flight: Mutex<HashMap<EngineKey, Vec<InFlight<P>>>>,
+    /// The SDMA log's sink, when on ([`CopyEngine::set_sdma_log`]).
+    sdma_log: Mutex<Option<LogSink>>,
 }
 
 impl<P: Platform + 'static> std::fmt::Debug for CopyEngine<P> {
@@ -222,6 +228,7 @@ impl<P: Platform + 'static> CopyEngine<P> {
             profiled: Mutex::new(HashMap::new()),
             sdma: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
+            sdma_log: Mutex::new(None),
         });
         let sink: Weak<dyn FaultSink> = Arc::downgrade(&engine) as Weak<dyn FaultSink>;
         engine.faults.set_after(sink);
@@ -232,6 +239,13 @@ impl<P: Platform + 'static> CopyEngine<P> {
     /// completion signal (`hsa_amd_profiling_async_copy_enable`).
     pub fn set_profiling(&self, enable: bool) {
         self.profiling.store(enable, Ordering::Release);
+    }
+
+    /// Turns the SDMA log on (`Some`: each SDMA command submitted from now on is written to
+    /// the sink as one line, `SDMA node N engine E: K dwords:` and the dwords in hex) or off
+    /// (`None`); ROCm 7's `hsa_amd_enable_logging` with `HSA_AMD_LOG_FLAG_SDMA`.
+    pub fn set_sdma_log(&self, sink: Option<LogSink>) {
+        *lock(&self.sdma_log) = sink;
     }
 
     /// The device address of `len` bytes at `ptr` when they lie in one pool allocation that
@@ -344,6 +358,9 @@ impl<P: Platform + 'static> CopyEngine<P> {
 
     /// The engines of GPU `node` with commands that may not have run yet (ROCm 7's
     /// `hsa_amd_memory_copy_engine_status` answers the complement): bit `n` for engine `n`.
+    /// A command counts while the engine's read pointer has not passed it and its completion
+    /// signal is above 0 (the engine decrements the signal as the command's last step, before
+    /// it moves the read pointer: a program that saw its copy complete finds the engine free).
     pub fn engines_in_use(&self, node: NodeId) -> u32 {
         let queues: Vec<(CopyEngineId, Queue<P>)> = lock(&self.sdma)
             .iter()
@@ -355,9 +372,14 @@ impl<P: Platform + 'static> CopyEngine<P> {
             .iter()
             .filter(|(e, q)| {
                 let read = q.read_pointer();
-                in_flight
-                    .get(&(node.0, *e))
-                    .is_some_and(|l| l.iter().any(|(end, _)| *end > read))
+                in_flight.get(&(node.0, *e)).is_some_and(|l| {
+                    l.iter().any(|(end, sig)| {
+                        *end > read
+                            && sig
+                                .upgrade()
+                                .is_some_and(|s| s.load(LoadOrder::Acquire) > 0)
+                    })
+                })
             })
             .fold(0, |mask, (e, _)| mask | 1u32.checked_shl(e.0).unwrap_or(0))
     }
@@ -395,6 +417,17 @@ impl<P: Platform + 'static> CopyEngine<P> {
         };
         let mut cmd = Vec::new();
         build(&mut cmd, &dep_values, &target)?;
+        let sink = lock(&self.sdma_log).clone();
+        if let Some(sink) = sink {
+            let words: Vec<String> = cmd.iter().map(|w| format!("{w:08x}")).collect();
+            sink(&format!(
+                "SDMA node {} engine {}: {} dwords: {}",
+                node.0,
+                engine.0,
+                cmd.len(),
+                words.join(" ")
+            ));
+        }
         let end = queue.submit(&cmd)?;
         if profile {
             lock(&self.profiled).insert(
@@ -458,6 +491,213 @@ impl<P: Platform + 'static> CopyEngine<P> {
                 if self.submit_sdma(node, CopyEngineId::DEFAULT, &deps, &completion, build)? {
                     return Ok(());
                 }
+            }
+        }
+        self.host.host_range(&self.rt, dst, size, "dst")?;
+        self.host.host_range(&self.rt, src, size, "src")?;
+        self.enqueue(deps, Some(completion), Op::Linear { dst, src, size })
+    }
+
+    /// The copy agent's SDMA engines ROCR 7 would offer for a copy from `src` to `dst`
+    /// (`hsa_amd_memory_copy_engine_status`, ROCR's `GpuAgent::DmaCopyStatus`), as a mask of
+    /// `hsa_amd_sdma_engine_id_t` bits (bit `n`: engine `n`, [`CopyEngineId`]), each engine
+    /// counted only while nothing it was given is still in flight:
+    /// - between two GPUs of one xGMI hive whose copy agent has xGMI SDMA engines: those
+    ///   (bits 2 and up);
+    /// - otherwise engine 0 (ROCR's host-to-device engine; on gfx90a only for a copy from a
+    ///   CPU to a GPU, ROCR's RAS limit), engine 1 (device-to-host; engine 0 when the GPU has
+    ///   one SDMA engine), and the xGMI engines.
+    ///
+    /// The copy agent is the source's when it is a GPU, else the destination's (ROCR's).
+    ///
+    /// # Errors
+    /// `Status::InvalidAgent` for an unknown node, a copy between an agent and itself, or two
+    /// CPUs (ROCR: `INVALID_AGENT` from `Runtime::CopyMemoryStatus`); `Status::OutOfResources`
+    /// when no engine is free (ROCR's status then).
+    pub fn engine_status(&self, dst: NodeId, src: NodeId) -> Result<u32, Error> {
+        let (copy, is_xgmi, h2d) = self.direction(dst, src)?;
+        let engines = copy.sdma_engines();
+        let xgmi = copy.sdma_xgmi_engines();
+        let copy_node = NodeId(copy.node());
+        let busy = self.engines_in_use(copy_node);
+        let free = |n: u32| busy & (1u32 << n) == 0;
+        let mut mask = 0u32;
+        if is_xgmi {
+            for i in 0..xgmi {
+                if free(2 + i) {
+                    mask |= 1 << (2 + i);
+                }
+            }
+        } else {
+            let gfx90a = copy.node_properties().gfx_target_version == 90010;
+            if engines > 0 && free(0) && (h2d || !gfx90a) {
+                mask |= 1;
+            }
+            if engines > 1 && free(1) {
+                mask |= 2;
+            } else if engines == 1 && free(0) {
+                mask |= 1;
+            }
+            for i in 0..xgmi {
+                if free(2 + i) {
+                    mask |= 1 << (2 + i);
+                }
+            }
+        }
+        if mask == 0 {
+            bail!(
+                Status::OutOfResources,
+                "node {}: no free SDMA engine for a copy from node {} to node {} \
+                 ({engines} SDMA and {xgmi} xGMI SDMA engines, in use {busy:#x})",
+                copy.node(),
+                src.0,
+                dst.0
+            );
+        }
+        Ok(mask)
+    }
+
+    /// The engines ROCR 7 recommends for a copy from `src` to `dst`
+    /// (`hsa_amd_memory_get_preferred_copy_engine`, ROCR's `GpuAgent::DmaPreferredEngine`):
+    /// ROCR takes the mask from the topology link's `recommended_sdma_engine_id_mask`, which
+    /// amdkfd reports only on xGMI links of newer parts; the topologies this runtime reads
+    /// carry none, so the answer is 0, "no preference", as ROCR answers without it.
+    ///
+    /// # Errors
+    /// As [`CopyEngine::engine_status`]'s agent checks.
+    pub fn preferred_engines(&self, dst: NodeId, src: NodeId) -> Result<u32, Error> {
+        self.direction(dst, src)?;
+        Ok(0)
+    }
+
+    /// The copy agent of a copy from `src` to `dst` (the source when it is a GPU, else the
+    /// destination), whether the copy is between GPUs of one xGMI hive with xGMI SDMA engines,
+    /// and whether it goes from a CPU to a GPU.
+    fn direction(&self, dst: NodeId, src: NodeId) -> Result<(&Agent, bool, bool), Error> {
+        let agent = |n: NodeId| {
+            self.rt
+                .agents()
+                .iter()
+                .find(|a| a.node() == n.0)
+                .ok_or_else(|| hsa_core::error!(Status::InvalidAgent, "no agent of node {}", n.0))
+        };
+        let (d, s) = (agent(dst)?, agent(src)?);
+        if dst == src {
+            bail!(
+                Status::InvalidAgent,
+                "source and destination are the same agent (node {})",
+                dst.0
+            );
+        }
+        let copy = if s.is_gpu() { s } else { d };
+        if !copy.is_gpu() {
+            bail!(
+                Status::InvalidAgent,
+                "nodes {} and {} are both CPUs: no copy engine",
+                src.0,
+                dst.0
+            );
+        }
+        let hive = |a: &Agent| a.node_properties().hive_id;
+        let is_xgmi = s.is_gpu()
+            && d.is_gpu()
+            && hive(d) != 0
+            && hive(s) == hive(d)
+            && copy.sdma_xgmi_engines() > 0;
+        Ok((copy, is_xgmi, !s.is_gpu() && d.is_gpu()))
+    }
+
+    /// Copies as [`CopyEngine::copy`], on SDMA engine `engine` of `copy_node`
+    /// (`hsa_amd_memory_async_copy_on_engine`, ROCR's `GpuAgent::DmaCopyOnEngine`): a copy
+    /// within one GPU runs as [`CopyEngine::copy`] runs it unless `force_sdma`; a copy the
+    /// engine cannot reach (memory outside the copy node's reach) runs on the host, as
+    /// [`CopyEngine::copy`]'s do.
+    ///
+    /// # Safety
+    /// As [`CopyEngine::copy`].
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for an `engine` past the copy node's SDMA and xGMI SDMA
+    /// engines, a non-xGMI engine for a copy between GPUs of one hive, engine 0 on a gfx90a
+    /// for a copy not from a CPU to a GPU (ROCR's checks); `Status::InvalidAgent` as
+    /// [`CopyEngine::engine_status`] for unknown nodes or two CPUs; as [`CopyEngine::copy`].
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn copy_on_engine(
+        &self,
+        dst: u64,
+        dst_node: NodeId,
+        src: u64,
+        src_node: NodeId,
+        size: usize,
+        engine: CopyEngineId,
+        force_sdma: bool,
+        deps: Vec<Arc<Sig<P>>>,
+        completion: Arc<Sig<P>>,
+    ) -> Result<(), Error> {
+        let same = dst_node == src_node;
+        let (copy_node, gfx90a, engines, xgmi_engines, is_xgmi, h2d) = if same {
+            let a = self
+                .rt
+                .agents()
+                .iter()
+                .find(|a| a.node() == dst_node.0)
+                .ok_or_else(|| {
+                    hsa_core::error!(Status::InvalidAgent, "no agent of node {}", dst_node.0)
+                })?;
+            if !a.is_gpu() {
+                // Two CPU agents: ROCR's CPU agent copies on the host.
+                // SAFETY: the caller's contract.
+                return unsafe { self.copy(dst, src, size, None, deps, completion) };
+            }
+            (
+                NodeId(a.node()),
+                a.node_properties().gfx_target_version == 90010,
+                a.sdma_engines(),
+                a.sdma_xgmi_engines(),
+                false,
+                false,
+            )
+        } else {
+            let (c, x, h) = self.direction(dst_node, src_node)?;
+            (
+                NodeId(c.node()),
+                c.node_properties().gfx_target_version == 90010,
+                c.sdma_engines(),
+                c.sdma_xgmi_engines(),
+                x,
+                h,
+            )
+        };
+        let n = engine.0;
+        if n >= engines + xgmi_engines || (is_xgmi && n < 2) || (!h2d && !same && gfx90a && n == 0)
+        {
+            bail!(
+                Status::InvalidArgument,
+                "SDMA engine {n} cannot take a copy from node {} to node {} (node {} has \
+                 {engines} SDMA and {xgmi_engines} xGMI SDMA engines)",
+                src_node.0,
+                dst_node.0,
+                copy_node.0
+            );
+        }
+        if same && !force_sdma {
+            // SAFETY: the caller's contract.
+            return unsafe { self.copy(dst, src, size, Some(copy_node), deps, completion) };
+        }
+        if size == 0 {
+            return Ok(());
+        }
+        let ranges = (
+            self.gpu_range(dst, size as u64, copy_node),
+            self.gpu_range(src, size as u64, copy_node),
+        );
+        if let (Some(d), Some(s)) = ranges {
+            let build = |cmd: &mut Vec<u32>, deps: &[GpuVa], target: &SdmaCompletion| {
+                copy_commands(cmd, d, s, size as u64, deps, target);
+                Ok(())
+            };
+            if self.submit_sdma(copy_node, engine, &deps, &completion, build)? {
+                return Ok(());
             }
         }
         self.host.host_range(&self.rt, dst, size, "dst")?;

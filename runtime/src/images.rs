@@ -580,6 +580,31 @@ impl<P: Platform + 'static> Images<P> {
         Ok(SamplerHandle(handle))
     }
 
+    /// Creates a sampler with one addressing mode per axis (`hsa_ext_sampler_create_v2`,
+    /// ROCR 7: `address_modes` X, Y, Z; `desc.address_mode` is not used), as
+    /// [`Images::create_sampler`].
+    ///
+    /// # Errors
+    /// As [`Images::create_sampler`].
+    pub fn create_sampler_per_axis(
+        &self,
+        agent: &Agent,
+        desc: &SamplerDescriptor,
+        address_modes: [u32; 3],
+    ) -> Result<SamplerHandle, Error> {
+        if !agent_has_images(agent) {
+            bail!(
+                Status::InvalidAgent,
+                "agent {} has no image support in this runtime",
+                agent.name()
+            );
+        }
+        let words = image::sampler_object_per_axis(desc, address_modes)?;
+        let handle = self.new_object(&words)?;
+        lock(&self.samplers).insert(handle, agent.handle());
+        Ok(SamplerHandle(handle))
+    }
+
     /// Frees the sampler's object (`hsa_ext_sampler_destroy`).
     ///
     /// # Errors

@@ -25,6 +25,7 @@ use hsa_core::runtime::host_memory::HostMemory;
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{Signal, SignalPool};
 
+pub mod ais;
 pub mod copy;
 pub mod events;
 pub mod handlers;

@@ -25,7 +25,7 @@
 
 use std::collections::BTreeMap;
 
-use hsa_core::{Error, Status};
+use hsa_core::{bail, Error, Status};
 
 /// The host page size in bytes, the default alignment of a reservation (ROCR 7's
 /// `VMemoryAddressReserve` takes `sysconf(_SC_PAGE_SIZE)` when the alignment is 0).
@@ -335,6 +335,18 @@ impl Book {
         Ok(())
     }
 
+    /// Whether `[va, va + size)` lies inside one reservation (ROCR 7's first check of
+    /// `hsa_amd_vmem_set_access`).
+    pub fn reserved(&self, va: u64, size: u64) -> bool {
+        let Some(end) = va.checked_add(size) else {
+            return false;
+        };
+        self.reservations
+            .range(..=va)
+            .next_back()
+            .is_some_and(|(&s, r)| end <= s.saturating_add(r.size))
+    }
+
     /// The mapping holding byte `va`, with its start.
     pub fn mapping_at(&self, va: u64) -> Option<(u64, Mapping)> {
         let (&s, m) = self.mappings.range(..=va).next_back()?;
@@ -392,22 +404,317 @@ impl Book {
     }
 }
 
-/// The virtual-memory state of one runtime (module docs): none yet.
-#[derive(Debug, Default)]
+/// `HSA_AMD_VMEM_ADDRESS_NO_REGISTER` (`hsa_amd_vmem_address_reserve_flag_t`): reserve host
+/// address space only, registered with no driver.
+pub const ADDRESS_NO_REGISTER: u64 = 1;
+
+/// One host-only reservation (`HSA_AMD_VMEM_ADDRESS_NO_REGISTER`): the anonymous mapping
+/// made for it and the size the caller asked.
+#[derive(Clone, Copy, Debug)]
+struct HostReservation {
+    os_addr: u64,
+    os_len: u64,
+    size: u64,
+}
+
+/// The virtual-memory state of one runtime (module docs): the [`Book`] of device
+/// reservations, handles and mappings, and the host-only reservations ROCR 7 makes with
+/// `HSA_AMD_VMEM_ADDRESS_NO_REGISTER` (anonymous `mmap`, no driver involved), which work on
+/// every platform.
+///
+/// Without a platform capability to place memory at a chosen device address (module docs),
+/// [`VirtualMemory::supported`] is false and the device side answers as ROCR 7 answers when
+/// `VirtualMemApiSupported()` is false: `hsa_amd_vmem_address_reserve` (without
+/// `NO_REGISTER`), `_address_reserve_align` and `_handle_create` fail their `IS_TRUE` check
+/// with `INVALID_ARGUMENT`; no handle or mapping can then exist, so the lookups fail as
+/// ROCR's do on an empty table (`INVALID_ALLOCATION`, `INVALID_ARGUMENT` for a map into no
+/// reservation), and an import, which ROCR hands to the thunk's graphics-handle
+/// registration, is `INCOMPATIBLE_ARGUMENTS` (ROCR's status when that fails).
+#[derive(Debug)]
 pub struct VirtualMemory {
-    _private: (),
+    book: std::sync::Mutex<Book>,
+    host: std::sync::Mutex<BTreeMap<u64, HostReservation>>,
+}
+
+impl Default for VirtualMemory {
+    fn default() -> Self {
+        VirtualMemory::new()
+    }
+}
+
+fn not_supported(what: &str) -> Error {
+    hsa_core::error!(
+        Status::InvalidArgument,
+        "{what}: the virtual memory API is not supported on this platform \
+         (HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED is false)"
+    )
 }
 
 impl VirtualMemory {
     /// No reservation, no handle.
     pub fn new() -> VirtualMemory {
-        VirtualMemory::default()
+        VirtualMemory {
+            book: std::sync::Mutex::new(Book::new(0, 0)),
+            host: std::sync::Mutex::new(BTreeMap::new()),
+        }
     }
 
-    /// `HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED`: whether the `hsa_amd_vmem_*` functions
-    /// work. False: no platform offers placing memory at a chosen address yet (module docs).
+    /// `HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED`: whether the device side of the
+    /// `hsa_amd_vmem_*` functions works. False: no platform offers placing memory at a chosen
+    /// address yet (module docs).
     pub fn supported(&self) -> bool {
         false
+    }
+
+    fn book(&self) -> std::sync::MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn host(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, HostReservation>> {
+        self.host.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Reserves `size` bytes of address space aligned to `alignment` (0: [`PAGE_SIZE`]), at
+    /// `address` when the system can (`hsa_amd_vmem_address_reserve`, `_reserve_align`).
+    /// With [`ADDRESS_NO_REGISTER`] in `flags` this is host address space as ROCR 7 makes it:
+    /// an anonymous private mapping of `size + alignment - page` bytes (hinted at `address`),
+    /// aligned up; without it, device address space, which needs [`Self::supported`].
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for a size of 0, an alignment that is not a power of two
+    /// multiple of the page size, or device address space while unsupported (ROCR 7's
+    /// `IS_TRUE(VirtualMemApiSupported())`); `Status::OutOfResources` when `mmap` fails.
+    pub fn reserve(
+        &self,
+        size: u64,
+        address: u64,
+        alignment: u64,
+        flags: u64,
+    ) -> Result<u64, Error> {
+        if size == 0 {
+            bail!(Status::InvalidArgument, "address_reserve: size is 0");
+        }
+        if flags & ADDRESS_NO_REGISTER == 0 {
+            if !self.supported() {
+                return Err(not_supported("address_reserve"));
+            }
+            return self.book().reserve(size, address, alignment);
+        }
+        let alignment = if alignment == 0 { PAGE_SIZE } else { alignment };
+        if !alignment.is_power_of_two() || alignment < PAGE_SIZE {
+            bail!(
+                Status::InvalidArgument,
+                "address_reserve: alignment {alignment:#x} is not a power of two multiple of \
+                 the page size"
+            );
+        }
+        let os_len = size
+            .checked_add(alignment - PAGE_SIZE)
+            .and_then(|l| align_up(l, PAGE_SIZE))
+            .ok_or_else(|| {
+                hsa_core::error!(
+                    Status::OutOfResources,
+                    "address_reserve: size {size:#x} too large"
+                )
+            })?;
+        // SAFETY: a fresh anonymous private mapping; `address` is only a hint (no MAP_FIXED),
+        // so no existing mapping is replaced.
+        let mem = unsafe {
+            rustix::mm::mmap_anonymous(
+                address as *mut std::ffi::c_void,
+                os_len as usize,
+                rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+                rustix::mm::MapFlags::PRIVATE | rustix::mm::MapFlags::NORESERVE,
+            )
+        }
+        .map_err(|e| {
+            hsa_core::error!(
+                Status::OutOfResources,
+                "address_reserve: mmap of {os_len:#x} bytes: {e}"
+            )
+        })?;
+        let os_addr = mem as u64;
+        let aligned = align_up(os_addr, alignment).unwrap_or(os_addr);
+        self.host().insert(
+            aligned,
+            HostReservation {
+                os_addr,
+                os_len,
+                size,
+            },
+        );
+        Ok(aligned)
+    }
+
+    /// Frees the reservation at `va` of `size` bytes (`hsa_amd_vmem_address_free`).
+    ///
+    /// # Errors
+    /// As ROCR 7: `Status::InvalidAllocation` when no reservation starts at `va`;
+    /// `Status::InvalidArgument` when `size` is not its size; `Status::ResourceFree` while a
+    /// mapping is inside; `Status::Error` when `munmap` fails.
+    pub fn free(&self, va: u64, size: u64) -> Result<(), Error> {
+        let mut host = self.host();
+        if let Some(r) = host.get(&va).copied() {
+            if r.size != size {
+                bail!(
+                    Status::InvalidArgument,
+                    "address_free: {va:#x} was reserved with {:#x} bytes, not {size:#x}",
+                    r.size
+                );
+            }
+            // SAFETY: the mapping this reservation made; nothing else lives in it.
+            unsafe { rustix::mm::munmap(r.os_addr as *mut std::ffi::c_void, r.os_len as usize) }
+                .map_err(|e| hsa_core::error!(Status::Error, "address_free: munmap: {e}"))?;
+            host.remove(&va);
+            return Ok(());
+        }
+        drop(host);
+        self.book().free(va, size)
+    }
+
+    /// `hsa_amd_vmem_handle_create`: physical memory of `size` bytes from a pool.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for a size of 0 and, while [`Self::supported`] is false,
+    /// always (ROCR 7's `IS_TRUE(VirtualMemApiSupported())`).
+    pub fn create_handle(&self, size: u64) -> Result<u64, Error> {
+        if size == 0 {
+            bail!(Status::InvalidArgument, "handle_create: size is 0");
+        }
+        Err(not_supported("handle_create"))
+    }
+
+    /// `hsa_amd_vmem_handle_release`: drops one reference of handle `id`.
+    ///
+    /// # Errors
+    /// `Status::InvalidAllocation` for an unknown handle or one with no reference left.
+    pub fn release_handle(&self, id: u64) -> Result<(), Error> {
+        self.book().release_handle(id).map(|_| ())
+    }
+
+    /// `hsa_amd_vmem_map`: maps `size` bytes of handle `id` from `offset` at `va`.
+    ///
+    /// # Errors
+    /// As [`Book::map`]: `Status::InvalidArgument` for a range outside one reservation, an
+    /// unknown handle, a size or offset that does not fit the handle, or a range meeting
+    /// another mapping.
+    pub fn map(&self, va: u64, size: u64, offset: u64, id: u64) -> Result<(), Error> {
+        self.book().map(va, size, offset, id)
+    }
+
+    /// `hsa_amd_vmem_unmap`.
+    ///
+    /// # Errors
+    /// As [`Book::unmap`]: `Status::InvalidAllocation` when the range is not a run of whole
+    /// mappings.
+    pub fn unmap(&self, va: u64, size: u64) -> Result<(), Error> {
+        self.book().unmap(va, size).map(|_| ())
+    }
+
+    /// `hsa_amd_vmem_set_access` for a range (the caller checked the agents): ROCR 7 needs
+    /// the range inside one reservation, then whole mappings over it.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for a range in no reservation (host-only reservations
+    /// count); `Status::InvalidAllocation` when mappings do not cover it.
+    pub fn set_access(&self, va: u64, size: u64) -> Result<(), Error> {
+        let in_host = self
+            .host()
+            .range(..=va)
+            .next_back()
+            .is_some_and(|(&s, r)| va.checked_add(size).is_some_and(|e| e <= s + r.size));
+        let book = self.book();
+        if !in_host && !book.reserved(va, size) {
+            bail!(
+                Status::InvalidArgument,
+                "set_access: {va:#x}+{size:#x} is not inside a reserved range"
+            );
+        }
+        if book.mapping_at(va).is_none() {
+            bail!(
+                Status::InvalidAllocation,
+                "set_access: nothing is mapped at {va:#x}"
+            );
+        }
+        Err(not_supported("set_access"))
+    }
+
+    /// `hsa_amd_vmem_get_access`.
+    ///
+    /// # Errors
+    /// `Status::InvalidAllocation` when nothing is mapped at `va`.
+    pub fn get_access(&self, va: u64) -> Result<u32, Error> {
+        if self.book().mapping_at(va).is_none() {
+            bail!(
+                Status::InvalidAllocation,
+                "get_access: nothing is mapped at {va:#x}"
+            );
+        }
+        Err(not_supported("get_access"))
+    }
+
+    /// `hsa_amd_vmem_retain_alloc_handle`: the handle mapped at `va`, one more reference.
+    ///
+    /// # Errors
+    /// `Status::InvalidAllocation` when no mapping starts at `va`.
+    pub fn retain(&self, va: u64) -> Result<u64, Error> {
+        let mut book = self.book();
+        let Some((start, m)) = book.mapping_at(va) else {
+            bail!(
+                Status::InvalidAllocation,
+                "retain_alloc_handle: nothing is mapped at {va:#x}"
+            );
+        };
+        if start != va {
+            bail!(
+                Status::InvalidAllocation,
+                "retain_alloc_handle: {va:#x} is inside the mapping at {start:#x}"
+            );
+        }
+        book.retain_handle(m.handle)?;
+        Ok(m.handle)
+    }
+
+    /// The record of handle `id` (`hsa_amd_vmem_export_shareable_handle`,
+    /// `_get_alloc_properties_from_handle` look it up first).
+    ///
+    /// # Errors
+    /// `Status::InvalidAllocation` for an unknown handle.
+    pub fn handle(&self, id: u64) -> Result<HandleRecord, Error> {
+        self.book().handle(id).ok_or_else(|| {
+            hsa_core::error!(Status::InvalidAllocation, "unknown memory handle {id:#x}")
+        })
+    }
+
+    /// `hsa_amd_vmem_import_shareable_handle` of dma-buf `fd`.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for a negative `fd`; otherwise, while unsupported,
+    /// `Status::IncompatibleArguments` (ROCR 7's status when the thunk cannot register the
+    /// dma-buf).
+    pub fn import(&self, fd: i32) -> Result<u64, Error> {
+        if fd < 0 {
+            bail!(
+                Status::InvalidArgument,
+                "import: dmabuf_fd {fd} is negative"
+            );
+        }
+        bail!(
+            Status::IncompatibleArguments,
+            "import: dma-buf {fd} cannot become a memory handle: the virtual memory API is \
+             not supported on this platform"
+        )
+    }
+}
+
+impl Drop for VirtualMemory {
+    fn drop(&mut self) {
+        for r in self.host().values() {
+            // SAFETY: each host reservation's own mapping, unmapped once, at the end.
+            let _ = unsafe {
+                rustix::mm::munmap(r.os_addr as *mut std::ffi::c_void, r.os_len as usize)
+            };
+        }
     }
 }
 
@@ -501,5 +808,47 @@ mod tests {
         assert_eq!(freed, vec![h]);
         assert_eq!(b.handle(h), None);
         assert_eq!(st(b.release_handle(h)), Status::InvalidAllocation);
+    }
+
+    /// Host-only reservations (`ADDRESS_NO_REGISTER`) are usable memory at the asked
+    /// alignment and free with ROCR 7's statuses; the device side answers as ROCR 7 does
+    /// while unsupported.
+    #[test]
+    fn host_reservations_and_the_unsupported_device_side() {
+        let vm = VirtualMemory::new();
+        assert!(!vm.supported());
+        assert_eq!(st(vm.reserve(0x1000, 0, 0, 0)), Status::InvalidArgument);
+        assert_eq!(
+            st(vm.reserve(0, 0, 0, ADDRESS_NO_REGISTER)),
+            Status::InvalidArgument
+        );
+        assert_eq!(
+            st(vm.reserve(0x1000, 0, 0x1800, ADDRESS_NO_REGISTER)),
+            Status::InvalidArgument
+        );
+        let a = vm.reserve(0x3000, 0, 1 << 20, ADDRESS_NO_REGISTER).unwrap();
+        assert_eq!(a % (1 << 20), 0);
+        // SAFETY: the reservation's 0x3000 bytes are a fresh read-write mapping.
+        unsafe {
+            (a as *mut u8).write_bytes(0xa5, 0x3000);
+            assert_eq!((a as *const u8).add(0x2fff).read(), 0xa5);
+        }
+        assert_eq!(st(vm.set_access(a, 0x1000)), Status::InvalidAllocation);
+        assert_eq!(
+            st(vm.set_access(a + 0x3000, 0x1000)),
+            Status::InvalidArgument
+        );
+        assert_eq!(st(vm.free(a, 0x1000)), Status::InvalidArgument);
+        assert_eq!(st(vm.free(a + 0x1000, 0x3000)), Status::InvalidAllocation);
+        vm.free(a, 0x3000).unwrap();
+        assert_eq!(st(vm.free(a, 0x3000)), Status::InvalidAllocation);
+        assert_eq!(st(vm.create_handle(0x1000)), Status::InvalidArgument);
+        assert_eq!(st(vm.release_handle(1)), Status::InvalidAllocation);
+        assert_eq!(st(vm.handle(1)), Status::InvalidAllocation);
+        assert_eq!(st(vm.retain(a)), Status::InvalidAllocation);
+        assert_eq!(st(vm.get_access(a)), Status::InvalidAllocation);
+        assert_eq!(st(vm.unmap(a, 0x1000)), Status::InvalidAllocation);
+        assert_eq!(st(vm.import(-1)), Status::InvalidArgument);
+        assert_eq!(st(vm.import(3)), Status::IncompatibleArguments);
     }
 }

@@ -109,6 +109,19 @@ pub struct SamplerDesc {
     pub address_mode: u32,
 }
 
+/// `hsa_ext_sampler_descriptor_v2_t` (ROCR 7's `hsa_ext_image.h`): 20 bytes, an addressing
+/// mode per axis.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SamplerDescV2 {
+    /// `hsa_ext_sampler_coordinate_mode32_t`.
+    pub coordinate_mode: u32,
+    /// `hsa_ext_sampler_filter_mode32_t`.
+    pub filter_mode: u32,
+    /// X, Y, Z.
+    pub address_modes: [u32; 3],
+}
+
 /// `hsa_amd_image_descriptor_t`'s head: version 1, then `0x1002 << 16 | chip id`, then the 8
 /// dwords of a T# another driver laid out (ROCR's `metadata_amd_t`).
 #[repr(C)]

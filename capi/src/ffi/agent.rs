@@ -210,6 +210,17 @@ pub unsafe extern "C" fn hsa_agent_get_info(
                 // The async scratch reclaim threshold: 0, ROCR's value where async reclaim is
                 // off (this library never reclaims scratch asynchronously).
                 HSA_AMD_AGENT_INFO_SCRATCH_LIMIT_CURRENT => put::<u64>(value, 0),
+                HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY => {
+                    put::<u64>(value, timestamp_frequency(&st, a)?)
+                }
+                HSA_AMD_AGENT_INFO_ASIC_FAMILY_ID => put::<u32>(value, a.asic_family_id()),
+                HSA_AMD_AGENT_INFO_NEAREST_CPU => put::<u64>(value, nearest_cpu(&st, a)),
+                #[cfg(feature = "linux")]
+                HSA_AMD_AGENT_INFO_MEMORY_AVAIL if gpu => put::<u64>(value, memory_avail(&st, a)?),
+                #[cfg(feature = "linux")]
+                HSA_AMD_AGENT_INFO_CLOCK_COUNTERS => {
+                    put::<[u64; 4]>(value, clock_counters(&st, a)?)
+                }
                 other => {
                     if super::image_agent_info(a, other, value).is_none() {
                         return Err(bad_attribute("agent", other));
@@ -219,6 +230,91 @@ pub unsafe extern "C" fn hsa_agent_get_info(
         }
         Ok(Status::Success)
     })
+}
+
+/// `HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY` (ROCR 7), Hz: for a CPU the system timestamp's
+/// (`HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY`, as ROCR's CPU agent answers); for a GPU the rate of
+/// its clock counter (the one `s_memrealtime`, profiling timestamps and
+/// `AMDKFD_IOC_GET_CLOCK_COUNTERS` read). ROCR reads amdgpu's `gpu_counter_freq`
+/// (`AMDGPU_INFO_DEV_INFO`, 100 MHz on gfx9); this library does not query amdgpu's DRM info,
+/// so on `/dev/kfd` it measures the counter against the system clock from two
+/// `GET_CLOCK_COUNTERS` samples (`State::gpu_clock_frequency`, rounded to whole MHz), and on
+/// the emulated device, whose counter counts the system clock's nanoseconds, answers the
+/// system's frequency exactly.
+///
+/// # Errors
+/// The clock ioctl's error on `/dev/kfd`.
+fn timestamp_frequency(st: &State, a: &Agent) -> Result<u64, Error> {
+    let system = st.rt().system_info().timestamp_frequency_hz;
+    if !a.is_gpu() {
+        return Ok(system);
+    }
+    #[cfg(feature = "linux")]
+    {
+        st.gpu_clock_frequency(hsa_core::addr::NodeId(a.node()), system)
+    }
+    #[cfg(not(feature = "linux"))]
+    {
+        Ok(system)
+    }
+}
+
+/// `HSA_AMD_AGENT_INFO_NEAREST_CPU` (ROCR 7): the handle of the CPU agent nearest a GPU, as
+/// ROCR's `GpuAgent::GetNearestCpuAgent` picks it: the CPU agent whose link from the GPU has
+/// the least `numa_distance` (the topology link's weight; 0 where no link is registered, as
+/// ROCR's zeroed link info), the first in agent order on a tie; 0 for a CPU agent (ROCR's CPU
+/// agent answers a null handle).
+fn nearest_cpu(st: &State, a: &Agent) -> u64 {
+    if !a.is_gpu() {
+        return 0;
+    }
+    let rt = st.rt();
+    let mut best: Option<(u32, u64)> = None;
+    for c in rt.agents().iter().filter(|c| !c.is_gpu()) {
+        let d = rt
+            .links()
+            .get(a.node(), c.node())
+            .map_or(0, |l| l.info.numa_distance);
+        if best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, c.handle().0));
+        }
+    }
+    best.map_or(0, |(_, h)| h)
+}
+
+/// `HSA_AMD_AGENT_INFO_MEMORY_AVAIL` (ROCR 7) of a GPU, bytes: what amdkfd would still let
+/// the process allocate on it (`AMDKFD_IOC_AVAILABLE_MEMORY`). ROCR adds the memory its own
+/// pools and scratch keep cached for reuse; this library keeps no such cache of free device
+/// memory apart from its pools' partly used chunks, which it does not add. A CPU agent's
+/// query is `INVALID_ARGUMENT`, as ROCR's CPU agent does not answer it.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` when the ioctl fails (ROCR's status then).
+#[cfg(feature = "linux")]
+fn memory_avail(st: &State, a: &Agent) -> Result<u64, Error> {
+    st.platform_ref()
+        .available_memory(hsa_core::addr::NodeId(a.node()))
+        .map_err(|e| hsa_core::error!(Status::InvalidArgument, "MEMORY_AVAIL: {}", e.detail()))
+}
+
+/// `HSA_AMD_AGENT_INFO_CLOCK_COUNTERS` (ROCR 7): `hsa_amd_clock_counters_t` (GPU counter, CPU
+/// counter, system counter, system frequency in Hz) from `AMDKFD_IOC_GET_CLOCK_COUNTERS` for a
+/// GPU (`LinuxPlatform::clock_sample`: the system counter is read by this library around the
+/// ioctl, and serves as the CPU counter too), all zero for a CPU (as ROCR's CPU agent).
+///
+/// # Errors
+/// `ERROR` when the ioctl fails (ROCR's status then).
+#[cfg(feature = "linux")]
+fn clock_counters(st: &State, a: &Agent) -> Result<[u64; 4], Error> {
+    if !a.is_gpu() {
+        return Ok([0; 4]);
+    }
+    let p = st.platform_ref();
+    let s = p
+        .clock_sample(hsa_core::addr::NodeId(a.node()))
+        .map_err(|e| hsa_core::error!(Status::Error, "CLOCK_COUNTERS: {}", e.detail()))?;
+    let freq = st.rt().system_info().timestamp_frequency_hz;
+    Ok([s.gpu, s.system, s.system, freq])
 }
 
 /// `hsa_agent_iterate_isas`: the agent's one ISA (none for a CPU agent).

@@ -277,8 +277,130 @@ pub unsafe extern "C" fn hsa_amd_svm_prefetch_async(
     })
 }
 
+/// `hsa_amd_memory_async_copy_on_engine` (ROCR 7): as [`hsa_amd_memory_async_copy`], on the
+/// SDMA engine `engine_id` names (`hsa_amd_sdma_engine_id_t`, one bit) of the copy agent (the
+/// source's when it is a GPU, else the destination's); a copy within one GPU runs as
+/// `hsa_amd_memory_async_copy` does unless `force_copy_on_sdma` (`hsa_runtime::CopyEngine::
+/// copy_on_engine`). `size` 0 copies nothing.
+///
+/// # Errors (as status)
+/// As [`hsa_amd_memory_async_copy`]; `INVALID_ARGUMENT` for an `engine_id` of no bit or more
+/// than one, or an engine the copy cannot take (ROCR 7's checks: past the agent's SDMA and
+/// xGMI SDMA engines, a non-xGMI engine between GPUs of one hive, engine 0 on gfx90a for a
+/// copy that is not host to device); `INVALID_AGENT` for two CPU agents.
+///
+/// # Safety
+/// As [`hsa_amd_memory_async_copy`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn hsa_amd_memory_async_copy_on_engine(
+    dst: *mut c_void,
+    dst_agent: u64,
+    src: *const c_void,
+    src_agent: u64,
+    size: usize,
+    num_dep_signals: u32,
+    dep_signals: *const u64,
+    completion_signal: u64,
+    engine_id: u32,
+    force_copy_on_sdma: bool,
+) -> HsaStatus {
+    guard("hsa_amd_memory_async_copy_on_engine", || {
+        let st = state::state()?;
+        non_null(dst, "dst")?;
+        non_null(src, "src")?;
+        let deps = dependencies(&st, num_dep_signals, dep_signals)?;
+        let d = NodeId(agent_of(&st, dst_agent)?.node());
+        let s = NodeId(agent_of(&st, src_agent)?.node());
+        let completion = st.signal(completion_signal)?;
+        if size == 0 {
+            return Ok(Status::Success);
+        }
+        if !engine_id.is_power_of_two() {
+            bail!(
+                Status::InvalidArgument,
+                "engine_id {engine_id:#x} must name exactly one SDMA engine"
+            );
+        }
+        let engine = hsa_runtime::CopyEngineId(engine_id.trailing_zeros());
+        // SAFETY: the caller's contract.
+        unsafe {
+            st.services().copy().copy_on_engine(
+                dst as u64,
+                d,
+                src as u64,
+                s,
+                size,
+                engine,
+                force_copy_on_sdma,
+                deps,
+                completion,
+            )
+        }?;
+        Ok(Status::Success)
+    })
+}
+
+/// `hsa_amd_memory_copy_engine_status` (ROCR 7): in `*engine_ids_mask`, the SDMA engines of
+/// the copy agent free for a copy from `src_agent` to `dst_agent`
+/// (`hsa_runtime::CopyEngine::engine_status`).
+///
+/// # Errors (as status)
+/// `NOT_INITIALIZED`; `INVALID_AGENT` for an unknown agent, the same agent twice, or two CPU
+/// agents; `OUT_OF_RESOURCES` when no engine is free (`*engine_ids_mask` then 0);
+/// `INVALID_ARGUMENT` for a NULL `engine_ids_mask` (ROCR would write through it).
+///
+/// # Safety
+/// `engine_ids_mask` is NULL or a writable `uint32_t`.
+pub unsafe extern "C" fn hsa_amd_memory_copy_engine_status(
+    dst_agent: u64,
+    src_agent: u64,
+    engine_ids_mask: *mut u32,
+) -> HsaStatus {
+    guard("hsa_amd_memory_copy_engine_status", || {
+        let st = state::state()?;
+        let d = NodeId(agent_of(&st, dst_agent)?.node());
+        let s = NodeId(agent_of(&st, src_agent)?.node());
+        non_null(engine_ids_mask, "engine_ids_mask")?;
+        let r = st.services().copy().engine_status(d, s);
+        // SAFETY: non-NULL, the caller's uint32_t.
+        unsafe { engine_ids_mask.write(*r.as_ref().unwrap_or(&0)) };
+        r?;
+        Ok(Status::Success)
+    })
+}
+
+/// `hsa_amd_memory_get_preferred_copy_engine` (ROCR 7): in `*recommended_ids_mask`, the
+/// engines recommended for a copy from `src_agent` to `dst_agent`: 0, no preference (see
+/// `hsa_runtime::CopyEngine::preferred_engines`).
+///
+/// # Errors (as status)
+/// `NOT_INITIALIZED`; `INVALID_AGENT` for an unknown agent, the same agent twice, or two CPU
+/// agents; `INVALID_ARGUMENT` for a NULL `recommended_ids_mask`.
+///
+/// # Safety
+/// `recommended_ids_mask` is NULL or a writable `uint32_t`.
+pub unsafe extern "C" fn hsa_amd_memory_get_preferred_copy_engine(
+    dst_agent: u64,
+    src_agent: u64,
+    recommended_ids_mask: *mut u32,
+) -> HsaStatus {
+    guard("hsa_amd_memory_get_preferred_copy_engine", || {
+        let st = state::state()?;
+        let d = NodeId(agent_of(&st, dst_agent)?.node());
+        let s = NodeId(agent_of(&st, src_agent)?.node());
+        non_null(recommended_ids_mask, "recommended_ids_mask")?;
+        let mask = st.services().copy().preferred_engines(d, s)?;
+        // SAFETY: non-NULL, the caller's uint32_t.
+        unsafe { recommended_ids_mask.write(mask) };
+        Ok(Status::Success)
+    })
+}
+
 export!(
     hsa_amd_svm_prefetch_async,
+    hsa_amd_memory_async_copy_on_engine,
+    hsa_amd_memory_copy_engine_status,
+    hsa_amd_memory_get_preferred_copy_engine,
     hsa_amd_memory_async_copy,
     hsa_amd_memory_async_copy_rect,
     hsa_amd_memory_fill,

@@ -750,6 +750,41 @@ pub unsafe extern "C" fn hsa_ext_sampler_create(
     })
 }
 
+/// `hsa_ext_sampler_create_v2` (ROCR 7): as [`hsa_ext_sampler_create`], with an addressing
+/// mode per axis (`hsa_ext_sampler_descriptor_v2_t`).
+///
+/// # Errors (as status)
+/// As [`hsa_ext_sampler_create`], naming the first unsupported axis mode.
+///
+/// # Safety
+/// `sampler_descriptor` is NULL or readable (20 bytes); `sampler` NULL or writable.
+pub unsafe extern "C" fn hsa_ext_sampler_create_v2(
+    agent: u64,
+    sampler_descriptor: *const SamplerDescV2,
+    sampler: *mut u64,
+) -> HsaStatus {
+    guard("hsa_ext_sampler_create_v2", || {
+        let st = state::state()?;
+        let a = image_agent(&st, agent)?;
+        non_null(sampler_descriptor, "sampler_descriptor")?;
+        non_null(sampler, "sampler")?;
+        // SAFETY: non-NULL, readable per the caller's contract.
+        let d = unsafe { sampler_descriptor.read_unaligned() };
+        let handle = st.services().images().create_sampler_per_axis(
+            a,
+            &SamplerDescriptor {
+                coordinate_mode: d.coordinate_mode,
+                filter_mode: d.filter_mode,
+                address_mode: d.address_modes[0],
+            },
+            d.address_modes,
+        )?;
+        // SAFETY: non-NULL, writable per the caller's contract.
+        unsafe { sampler.write_unaligned(handle.0) };
+        Ok(Status::Success)
+    })
+}
+
 /// `hsa_ext_sampler_destroy`: frees the sampler's object.
 ///
 /// # Errors (as status)
@@ -796,6 +831,7 @@ export!(
     hsa_ext_image_clear,
     hsa_ext_image_destroy,
     hsa_ext_sampler_create,
+    hsa_ext_sampler_create_v2,
     hsa_ext_sampler_destroy,
     hsa_amd_image_create,
     hsa_amd_image_get_info_max_dim,

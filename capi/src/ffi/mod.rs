@@ -71,6 +71,8 @@ pub mod memory;
 pub mod queue;
 #[cfg(feature = "linux")]
 pub mod queue_ext;
+#[cfg(feature = "linux")]
+pub mod rocr7;
 pub mod signal;
 #[cfg(feature = "linux")]
 pub mod signal_ext;

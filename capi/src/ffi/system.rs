@@ -59,8 +59,9 @@ pub extern "C" fn hsa_shut_down() -> HsaStatus {
 /// `hsa_system_get_info`: the `hsa_system_info_t` attributes (and the AMD ones of ROCR 5.2:
 /// `BUILD_VERSION` as a static `const char*`, `SVM_SUPPORTED` and
 /// `SVM_ACCESSIBLE_BY_DEFAULT`, both false here; and ROCR 7's 0x203-0x208: `MWAITX_ENABLED`
-/// false (no MWAITX waits), `DMABUF_SUPPORTED` and `VIRTUAL_MEM_API_SUPPORTED` false (their
-/// exports are not in this library yet), `XNACK_ENABLED` the process's XNACK mode,
+/// false (no MWAITX waits), `DMABUF_SUPPORTED` as ROCR (amdkfd's interface 1.12 or later, on
+/// Linux), `VIRTUAL_MEM_API_SUPPORTED` the runtime's virtual memory service's answer (false
+/// until it can place device memory), `XNACK_ENABLED` the process's XNACK mode,
 /// `EXT_VERSION_MAJOR`/`_MINOR` 1.15 as ROCR 7.2.4's `HSA_AMD_INTERFACE_VERSION_*`). Any other
 /// attribute: `HSA_STATUS_ERROR_INVALID_ARGUMENT`, as ROCR. `EXTENSIONS` has the bits of the provided
 /// extensions ([`super::extension::extension_mask`]: the AMD profiler and loader).
@@ -101,11 +102,15 @@ pub unsafe extern "C" fn hsa_system_get_info(attribute: u32, value: *mut c_void)
                 // ROCR answers `HSA_ENABLE_MWAITX=1` on a CPU with MWAITX; our signal waits
                 // never use MWAITX, so false.
                 HSA_AMD_SYSTEM_INFO_MWAITX_ENABLED => put::<bool>(value, false),
-                // ROCR: KFD >= 1.12 (dma-buf) and >= 1.15 with libdrm's
-                // `amdgpu_device_get_fd` (virtual memory). This library exports neither
-                // `hsa_amd_portable_export_dmabuf` nor `hsa_amd_vmem_*` yet, so false.
-                HSA_AMD_SYSTEM_INFO_DMABUF_SUPPORTED
-                | HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED => put::<bool>(value, false),
+                // ROCR: KFD >= 1.12 (dma-buf export), as here on Linux, where
+                // `hsa_amd_portable_export_dmabuf` exports through KFD's EXPORT_DMABUF.
+                HSA_AMD_SYSTEM_INFO_DMABUF_SUPPORTED => put::<bool>(value, dmabuf_supported(&st)),
+                // ROCR: KFD >= 1.15 with libdrm's `amdgpu_device_get_fd`. Here: whether the
+                // runtime's virtual memory service can place device memory
+                // (`hsa_runtime::VirtualMemory::supported`: not yet, false).
+                HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED => {
+                    put::<bool>(value, vmem_supported(&st))
+                }
                 HSA_AMD_SYSTEM_INFO_XNACK_ENABLED => put::<bool>(value, info.xnack_enabled),
                 HSA_AMD_SYSTEM_INFO_EXT_VERSION_MAJOR => {
                     put::<u16>(value, HSA_AMD_INTERFACE_VERSION.0)
@@ -126,3 +131,26 @@ export!(
     hsa_shut_down,
     hsa_system_get_info,
 );
+
+/// `HSA_AMD_SYSTEM_INFO_DMABUF_SUPPORTED`: amdkfd's interface is 1.12 or later (ROCR 7's
+/// test; `hsa_amd_portable_export_dmabuf` then exports through `AMDKFD_IOC_EXPORT_DMABUF`).
+#[cfg(feature = "linux")]
+fn dmabuf_supported(st: &state::State) -> bool {
+    st.platform_ref().kfd_version() >= (1, 12)
+}
+
+#[cfg(not(feature = "linux"))]
+fn dmabuf_supported(_: &state::State) -> bool {
+    false
+}
+
+/// `HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED` (`hsa_runtime::VirtualMemory::supported`).
+#[cfg(feature = "linux")]
+fn vmem_supported(st: &state::State) -> bool {
+    st.services().vmem().supported()
+}
+
+#[cfg(not(feature = "linux"))]
+fn vmem_supported(_: &state::State) -> bool {
+    false
+}

@@ -561,6 +561,40 @@ impl Agent {
         bits
     }
 
+    /// `HSA_AMD_AGENT_INFO_ASIC_FAMILY_ID` (ROCR 7): amdgpu's family of the GPU
+    /// (`AMDGPU_FAMILY_*` of `amdgpu_drm.h`, what libhsakmt keeps as `FamilyID` from the
+    /// topology's `family_id` or `amdgpu_query_gpu_info`), from the node's
+    /// `gfx_target_version`: 141 (`AI`) for the gfx9 discrete GPUs, 142 (`RV`) for
+    /// gfx902/gfx909/gfx90c, 143 (`NV`) for gfx101x and gfx1030-1032/1034, 144 (`VGH`,
+    /// gfx1033), 146 (`YC`, gfx1035), 149 (gfx1036), 151 (gfx1037), 145 (gfx1100-1102), 148
+    /// (gfx1103), 150 (gfx115x), 152 (gfx120x), 130 (`VI`) and 135 (`CZ`, gfx801) for gfx8.
+    /// 0 (`AMDGPU_FAMILY_UNKNOWN`) for another target and for a CPU, whose `FamilyID` ROCR
+    /// reads as 0.
+    pub fn asic_family_id(&self) -> u32 {
+        if !self.is_gpu() {
+            return 0;
+        }
+        let v = self.node.gfx_target_version;
+        let (major, minor, step) = (v / 10000, (v / 100) % 100, v % 100);
+        match (major, minor, step) {
+            (8, 0, 1) => 135,
+            (8, 0, _) | (8, 1, 0) => 130,
+            (9, 0, 2) | (9, 0, 9) | (9, 0, 12) => 142,
+            (9, _, _) => 141,
+            (10, 1, _) => 143,
+            (10, 3, 0..=2) | (10, 3, 4) => 143,
+            (10, 3, 3) => 144,
+            (10, 3, 5) => 146,
+            (10, 3, 6) => 149,
+            (10, 3, 7) => 151,
+            (11, 0, 0..=2) => 145,
+            (11, 0, 3) => 148,
+            (11, 5, _) => 150,
+            (12, 0, _) => 152,
+            _ => 0,
+        }
+    }
+
     /// `HSA_AMD_AGENT_INFO_SCRATCH_LIMIT_MAX` (ROCR 7): the most scratch, bytes, the agent's
     /// queues may hold at once: the 4 GiB scratch aperture per XCC (ROCR's
     /// `MaxScratchDevice`); 0 for a CPU.
@@ -673,6 +707,46 @@ mod tests {
             false,
         );
         assert_eq!(cpu.queues_max(), 0);
+    }
+
+    /// `HSA_AMD_AGENT_INFO_ASIC_FAMILY_ID`: amdgpu's `AMDGPU_FAMILY_*` for the targets
+    /// `amdgpu_drm.h` and `amdgpu_discovery.c` pair (gfx90a, gfx942: `AI` 141; gfx90c: `RV`
+    /// 142; gfx1030: `NV` 143; gfx1100: 145; gfx1103: 148), 0 for a CPU.
+    #[test]
+    fn asic_family_ids_are_amdgpus() {
+        let agent = |gfx_target_version| {
+            let mut p = mi210();
+            p.gfx_target_version = gfx_target_version;
+            Agent::new(
+                AgentHandle::from_index(1),
+                p,
+                core::iter::empty(),
+                0,
+                0,
+                false,
+            )
+            .asic_family_id()
+        };
+        assert_eq!(agent(90010), 141);
+        assert_eq!(agent(90402), 141);
+        assert_eq!(agent(90012), 142);
+        assert_eq!(agent(100300), 143);
+        assert_eq!(agent(110000), 145);
+        assert_eq!(agent(110003), 148);
+        assert_eq!(agent(0), 0);
+        let mut cpu = mi210();
+        cpu.simd_count = 0;
+        cpu.gpu_id = 0;
+        cpu.cpu_cores_count = 64;
+        let cpu = Agent::new(
+            AgentHandle::from_index(0),
+            cpu,
+            core::iter::empty(),
+            0,
+            0,
+            false,
+        );
+        assert_eq!(cpu.asic_family_id(), 0);
     }
 
     /// ROCR 7's agent attributes from nodes/2/properties of the 8xMI210 dump (`fw_version`

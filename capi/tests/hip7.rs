@@ -1,0 +1,217 @@
+//! HIP 7.2.4 on this library: programs built by hipcc 7.2.4 in the ROCm 7 chroot
+//! (`scripts/rocm7-chroot.sh`, Debian sid with `libamdhip64-7`; glibc >= 2.38) run with
+//! `libamdhip64.so.7` loading this library as `libhsa-runtime64.so.1`, on the emulated device
+//! (`HSA_RT_DEVICE=emulated`): the built-in MI210-like gfx90a and `HSA_RT_PROFILE=gfx942`.
+//! docs/rocm7-status.md says what runs.
+//!
+//! The chroot is `$ROCM7_CHROOT`, else `/work/chroots/rocm7` (where `.ci/run` builds it). Each
+//! run goes through the script's `run` (a private mount namespace): this repository is bound
+//! at `/opt/hsa-rt/src`, the directory of the freshly built library at `/opt/hsa-rt/capi`, and
+//! a scratch directory of this test process at `/opt/hsa-rt/out` (the programs hipcc builds,
+//! and `lib/libhsa-runtime64.so.1`, a link to the library as the chroot sees it). Nothing is
+//! copied into the chroot. Needs root (chroot, mounts); says `skipped:` without the chroot or
+//! root.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// Where the chroot is; `None` (said) when it or root is missing.
+fn chroot() -> Option<PathBuf> {
+    let root = std::env::var_os("ROCM7_CHROOT")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from("/work/chroots/rocm7"), PathBuf::from);
+    for need in ["usr/bin/hipcc", "usr/lib/x86_64-linux-gnu/libamdhip64.so.7"] {
+        if !root.join(need).exists() {
+            println!(
+                "skipped: no ROCm 7 chroot at {} ({need} missing; build it with \
+                 scripts/rocm7-chroot.sh build, or set ROCM7_CHROOT)",
+                root.display()
+            );
+            return None;
+        }
+    }
+    let uid = Command::new("id").arg("-u").output().ok()?;
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        println!("skipped: running in the ROCm 7 chroot needs root");
+        return None;
+    }
+    Some(root)
+}
+
+/// This test process's scratch directory (`/opt/hsa-rt/out` inside).
+fn out_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = common::temp_dir("hip7");
+        std::fs::create_dir_all(dir.join("lib")).unwrap();
+        std::os::unix::fs::symlink(
+            "/opt/hsa-rt/capi/libhsa_runtime64.so",
+            dir.join("lib/libhsa-runtime64.so.1"),
+        )
+        .unwrap();
+        dir
+    })
+}
+
+/// Runs `command` in the chroot with the binds of the module docs.
+fn run_in(root: &Path, command: &[&str]) -> Output {
+    let src = common::crate_dir().parent().unwrap().to_path_buf();
+    let lib = common::built_library();
+    let binds = [
+        format!("{}:/opt/hsa-rt/src", src.display()),
+        format!("{}:/opt/hsa-rt/capi", lib.parent().unwrap().display()),
+        format!("{}:/opt/hsa-rt/out", out_dir().display()),
+    ];
+    let mut cmd = Command::new("bash");
+    cmd.arg(src.join("scripts/rocm7-chroot.sh"))
+        .args(["run", "--root"])
+        .arg(root);
+    for b in &binds {
+        cmd.args(["--bind", b]);
+    }
+    cmd.arg("--")
+        .args(command)
+        .env_remove("HSA_RT_SYSFS")
+        .env_remove("HSA_RT_PROFILE")
+        .env_remove("HSA_RT_EMULATION")
+        .env_remove("LD_LIBRARY_PATH")
+        .env_remove("LD_PRELOAD");
+    cmd.output().expect("run scripts/rocm7-chroot.sh")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// `capi/hip/<src>` built by hipcc 7.2.4 with `args` into `/opt/hsa-rt/out/<exe>` (once per
+/// test process and program).
+fn build(root: &Path, src: &str, exe: &str, args: &[&str]) -> String {
+    let path = format!("/opt/hsa-rt/out/{exe}");
+    if out_dir().join(exe).exists() {
+        return path;
+    }
+    let source = format!("/opt/hsa-rt/src/capi/hip/{src}");
+    let mut c = vec!["hipcc"];
+    c.extend_from_slice(args);
+    c.extend_from_slice(&[source.as_str(), "-o", path.as_str()]);
+    let out = run_in(root, &c);
+    let (o, e) = text(&out);
+    assert!(out.status.success(), "hipcc 7.2.4 {src}: {o}\n{e}");
+    path
+}
+
+/// Runs `exe ARGS` on this library on the emulated device (`profile`: `HSA_RT_PROFILE`).
+fn run_ours(root: &Path, profile: Option<&str>, exe: &str, args: &[&str]) -> Output {
+    let profile_env = profile.map(|p| format!("HSA_RT_PROFILE={p}"));
+    let mut c = vec![
+        "env",
+        "LD_LIBRARY_PATH=/opt/hsa-rt/out/lib",
+        "HSA_RT_DEVICE=emulated",
+    ];
+    if let Some(p) = &profile_env {
+        c.push(p);
+    }
+    c.push(exe);
+    c.extend_from_slice(args);
+    run_in(root, &c)
+}
+
+/// `ldd -r` of HIP 7.2.4 against this library: every `hsa_*` import resolves (HIP is linked
+/// with BIND_NOW: one missing import and it does not load).
+#[test]
+fn hip7_imports_resolve_against_this_library() {
+    let Some(root) = chroot() else { return };
+    let out = run_in(
+        &root,
+        &[
+            "env",
+            "LD_LIBRARY_PATH=/opt/hsa-rt/out/lib",
+            "ldd",
+            "-r",
+            "/usr/lib/x86_64-linux-gnu/libamdhip64.so.7",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(
+        stdout.contains("libhsa-runtime64.so.1 => /opt/hsa-rt/out/lib/libhsa-runtime64.so.1"),
+        "ldd did not resolve this library:\n{stdout}\n{stderr}"
+    );
+    let missing: Vec<&str> = stdout
+        .lines()
+        .chain(stderr.lines())
+        .filter(|l| l.contains("undefined symbol: hsa_"))
+        .collect();
+    assert!(missing.is_empty(), "undefined: {missing:#?}");
+}
+
+/// `capi/hip/vector_add.hip` built once for gfx90a and gfx942 verifies on this library on both
+/// emulated targets.
+#[test]
+fn hip7_vector_add_on_gfx90a_and_gfx942() {
+    let Some(root) = chroot() else { return };
+    let exe = build(
+        &root,
+        "vector_add.hip",
+        "vector_add7",
+        &["--offload-arch=gfx90a", "--offload-arch=gfx942"],
+    );
+    for (profile, isa) in [
+        (None, "gfx90a:sramecc+:xnack-"),
+        (Some("gfx942"), "gfx942:sramecc+:xnack-"),
+    ] {
+        let out = run_ours(&root, profile, &exe, &[]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{profile:?}: {stdout}\n{stderr}");
+        assert!(
+            stdout.contains(&format!("vector_add: verified 65536 elements on {isa}")),
+            "{profile:?}: {stdout}"
+        );
+    }
+}
+
+/// `capi/hip/hip_check.hip`'s sections built by hipcc 7.2.4 for gfx90a pass on this library:
+/// kernels, shared memory, memsets, pitched memory and images (the image extension), streams
+/// and events (HIP 7's barrier-value packets, TIMESTAMP_FREQUENCY for elapsed times), host
+/// memory, callbacks, symbols, atomics, math, device printf, hiprtc, a bad launch's error, and
+/// memcpy in every direction (the copy engines).
+#[test]
+fn hip7_check_sections_on_gfx90a() {
+    let Some(root) = chroot() else { return };
+    let exe = build(
+        &root,
+        "hip_check.hip",
+        "hip_check7",
+        &["--offload-arch=gfx90a", "-O2", "-lhiprtc"],
+    );
+    let mut failed = Vec::new();
+    for section in [
+        "vector_add",
+        "shared",
+        "memset",
+        "pitched",
+        "streams",
+        "hostmem",
+        "callbacks",
+        "symbols",
+        "atomics",
+        "math",
+        "printf",
+        "hiprtc",
+        "badlaunch",
+        "memcpy",
+        "images",
+    ] {
+        let out = run_ours(&root, None, &exe, &[section]);
+        let (stdout, stderr) = text(&out);
+        if !out.status.success() || !stdout.contains(&format!("hip_check: {section} ok")) {
+            failed.push(format!("{section}: {:?}\n{stdout}\n{stderr}", out.status));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
