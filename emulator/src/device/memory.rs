@@ -519,7 +519,9 @@ pub const MAX_MAP_DEVICES: u32 = 1024;
 /// fits the GPU's VRAM or the system memory (`ENOMEM`); the doorbell and MMIO pages are the
 /// GPU's own, one page each. A USERPTR range must be mapped readable (`EFAULT`). Returns the
 /// handle (`gpu_id << 32 | id`) and the render node's mmap offset (`id << 24`; `/dev/kfd`'s
-/// MMIO offset for MMIO_REMAP).
+/// MMIO offset for MMIO_REMAP). Over an SVM range: `EADDRINUSE`, except for USERPTR, which
+/// drops the ranges there as stale (see the comment in the body: amdkfd removes a range when
+/// its memory is unmapped, which the emulated device does not always see).
 pub(crate) fn alloc_memory_of_gpu(
     device: &Arc<Device>,
     a: &mut AllocMemoryOfGpuArgs,
@@ -548,7 +550,29 @@ pub(crate) fn alloc_memory_of_gpu(
     }
     // kfd_ioctl_alloc_memory_of_gpu: an address an SVM range holds is EADDRINUSE. (The SVM
     // lock is released before the allocations' one: SET_ATTR takes them in the other order.)
-    if lock(&device.svm).overlaps(a.va_addr, size) {
+    //
+    // Except where the range is stale. amdkfd drops an SVM range when the CPU pages under it
+    // are unmapped (its MMU notifier); the emulated device lives in the process and cannot
+    // see every unmap (the C library's `free` unmaps large blocks with its own internal
+    // system call, which no interposer reaches). A USERPTR buffer object is the caller's own
+    // memory, which must be mapped now (`EFAULT` below): over an SVM range it is memory
+    // mapped anew (or, unmapped, a range as stale) where the range's memory was unmapped, as when HIP 7 grants the
+    // GPU a freed `std::vector` for a pageable copy and the thunk maps a queue's ring at the
+    // same address later (hip_check's `memcpy` section, issue 37). amdkfd would have removed
+    // the range at the unmap and allocated: so does the emulated device, dropping the range
+    // first ([`super::svm::cpu_unmapped`]). What this cannot tell apart: a program that
+    // registers memory it still has as an SVM range as a USERPTR buffer object too, which
+    // amdkfd refuses with EADDRINUSE and the emulated device allows. The other kinds live in
+    // the thunk's reserved apertures, never at an address the C library reuses.
+    if kind == Kind::Userptr {
+        if super::svm::cpu_unmapped(device, a.va_addr, size) {
+            log::debug!(
+                "USERPTR buffer object at {:#x} (+{size:#x}) over SVM ranges: their memory was \
+                 unmapped and mapped again; the ranges are dropped as amdkfd's MMU notifier does",
+                a.va_addr
+            );
+        }
+    } else if lock(&device.svm).overlaps(a.va_addr, size) {
         return Err(Errno::ADDRINUSE);
     }
     let mut allocs = device

@@ -593,6 +593,16 @@ impl EmulatedKfd {
         }
     }
 
+    /// The process unmapped its CPU pages `addr..addr + len` (bytes; `munmap`, as an
+    /// interposer sees it): the SVM ranges over them go, as amdkfd's MMU notifier removes
+    /// them (`svm_range_unmap_from_cpu`), so the GPU reaches those pages no more and a buffer
+    /// object may be allocated there again. Buffer objects are not touched (amdkfd keeps a
+    /// USERPTR buffer object whose pages went; the GPU's access to them faults). Returns
+    /// whether an SVM range was there. A zero `len` is nothing.
+    pub fn cpu_unmapped(&self, addr: u64, len: u64) -> bool {
+        len != 0 && svm::cpu_unmapped(&self.device, addr, len)
+    }
+
     /// Number of ioctls issued so far (failed ones included).
     pub fn ioctl_count(&self) -> u64 {
         self.device.ioctls.load(Ordering::SeqCst)
@@ -1113,6 +1123,60 @@ mod tests {
                 (KFD_IOCTL_SVM_ATTR_GRANULARITY, 9),
             ]
         );
+    }
+
+    /// An SVM range whose memory the program unmapped (the C library's `free`, which the
+    /// emulated device does not see) and mapped again: a USERPTR buffer object there is
+    /// allocated, and the range's pages over it are dropped, as amdkfd's MMU notifier drops
+    /// them at the unmap. It was EADDRINUSE, and HIP 7.2.4 then died in `hipStreamCreate`
+    /// (the thunk's queue ring at the address of a freed `std::vector` HIP had granted the
+    /// GPU; issue 37). Other kinds over a range stay EADDRINUSE (svm_refuses_what_amdkfd_refuses).
+    #[test]
+    fn userptr_over_a_stale_svm_range_drops_the_range() {
+        let d = dev();
+        let g = BUILTIN_GPU_ID;
+        let mut host = vec![0u8; 5 * 4096];
+        let addr = (host.as_mut_ptr() as u64 + 4095) & !4095;
+        let mut access = [(KFD_IOCTL_SVM_ATTR_ACCESS, g)];
+        assert_eq!(
+            svm(&d, addr, 3 * 4096, KFD_IOCTL_SVM_OP_SET_ATTR, &mut access),
+            Ok(())
+        );
+        assert_eq!(lock(&d.device.svm).len(), 1);
+        let mut alloc = AllocMemoryOfGpuArgs {
+            va_addr: addr + 4096,
+            size: 4096,
+            gpu_id: g,
+            mmap_offset: addr + 4096,
+            flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+            ..Default::default()
+        };
+        assert_eq!(
+            raw(&d, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, alloc.as_mut_bytes()),
+            Ok(())
+        );
+        // The range is split around the buffer object: its first and last page stay, and
+        // the GPU still reaches them, not the middle one (no longer SVM; the buffer object
+        // is not mapped to the GPU yet).
+        assert_eq!(lock(&d.device.svm).len(), 2);
+        let allocs = d.device.allocs.read().unwrap();
+        assert!(allocs.device_span(g, addr, 8, "read").is_ok());
+        assert!(allocs.device_span(g, addr + 2 * 4096, 8, "read").is_ok());
+        assert_eq!(
+            allocs
+                .device_span(g, addr + 4096, 8, "read")
+                .map(|_| ())
+                .unwrap_err()
+                .address,
+            addr + 4096
+        );
+        drop(allocs);
+        // An unmap the interposer sees (munmap) drops the pages it covers the same way.
+        assert!(!d.cpu_unmapped(addr, 0));
+        assert!(d.cpu_unmapped(addr, 4096));
+        assert_eq!(lock(&d.device.svm).len(), 1);
+        assert!(!d.cpu_unmapped(addr, 4096));
+        drop(host);
     }
 
     #[test]

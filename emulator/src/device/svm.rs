@@ -30,6 +30,13 @@
 //! VRAM and system memory are both host memory, so migration would not change what the GPU
 //! reads. Not modelled: amdkfd's check that the range lies in the process's VMAs (`EFAULT`):
 //! the emulated device does not see the host's mappings at ioctl time.
+//!
+//! Unmapping: amdkfd removes the part of a range whose CPU pages are unmapped (its MMU
+//! notifier). The emulated device lives in the process and does not see every `munmap` (the
+//! C library's `free` makes its own system call), so a range can outlive its memory; it is
+//! dropped when a USERPTR buffer object is allocated over it ([`cpu_unmapped`], called by
+//! `alloc_memory_of_gpu`: that memory is mapped now, so mapped anew), and until then the GPU
+//! reaching its unmapped pages takes a VM fault (the accesses are guarded).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -236,7 +243,13 @@ fn set_attr(
             apply(r, a);
         }
     }
-    // What the GPUs may now reach: every range some GPU has access to.
+    publish_windows(device, &svm);
+    Ok(())
+}
+
+/// Hands the allocation table what the GPUs may now reach: every range some GPU has access
+/// to. Called with the SVM lock held (the order `set_attr` takes the two locks in).
+fn publish_windows(device: &Device, svm: &SvmRanges) {
     let windows: Vec<(u64, u64, Vec<u32>)> = svm
         .by_start
         .iter()
@@ -254,7 +267,31 @@ fn set_attr(
         .write()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .set_svm_windows(windows);
-    Ok(())
+}
+
+/// The CPU mapping of bytes `va..va + size` (`size` > 0) is gone: the SVM ranges over those
+/// pages go with it, split at the span's ends (amdkfd's MMU notifier:
+/// `svm_range_cpu_invalidate_pagetables` on `MMU_NOTIFY_UNMAP` calls
+/// `svm_range_unmap_from_cpu`, which removes the unmapped part of each range). The GPUs
+/// reach those pages no more, and a buffer object may be allocated there again. Returns
+/// whether any range was over the span.
+pub(crate) fn cpu_unmapped(device: &Device, va: u64, size: u64) -> bool {
+    let start = va / PAGE_BYTES;
+    let last = va.saturating_add(size.max(1) - 1) / PAGE_BYTES;
+    let mut svm = lock(&device.svm);
+    if !svm.overlaps(va, size.max(1)) {
+        return false;
+    }
+    svm.split_at(start);
+    if let Some(end) = last.checked_add(1) {
+        svm.split_at(end);
+    }
+    let gone: Vec<u64> = svm.by_start.range(start..=last).map(|(&s, _)| s).collect();
+    for s in gone {
+        svm.by_start.remove(&s);
+    }
+    publish_windows(device, &svm);
+    true
 }
 
 /// One attribute onto one range (`svm_range_apply_attrs`).

@@ -513,9 +513,17 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
             }
         }
     }
-    match next!("munmap", MunmapFn) {
+    let r = match next!("munmap", MunmapFn) {
         // SAFETY: the caller's arguments, passed on unchanged.
         Some(f) => unsafe { f(addr, len) },
-        None => fail(Errno::NOSYS),
+        None => return fail(Errno::NOSYS),
+    };
+    // amdkfd's MMU notifier: the SVM ranges over unmapped pages go (the C library's own
+    // munmap, in `free`, is not seen here; alloc_memory_of_gpu deals with those).
+    if r == 0 {
+        if let Some(s) = state::opened() {
+            s.kfd.cpu_unmapped(addr as u64, len as u64);
+        }
     }
+    r
 }
