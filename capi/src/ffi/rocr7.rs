@@ -17,6 +17,7 @@
 // A Linux-build module (std): the std prelude, as in a std crate.
 #[allow(unused_imports)]
 use std::prelude::rust_2021::*;
+use std::{eprintln, format};
 
 use std::ffi::c_void;
 use std::os::fd::IntoRawFd;
