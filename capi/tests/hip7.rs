@@ -20,25 +20,7 @@ use std::sync::OnceLock;
 
 /// Where the chroot is; `None` (said) when it or root is missing.
 fn chroot() -> Option<PathBuf> {
-    let root = std::env::var_os("ROCM7_CHROOT")
-        .filter(|v| !v.is_empty())
-        .map_or_else(|| PathBuf::from("/work/chroots/rocm7"), PathBuf::from);
-    for need in ["usr/bin/hipcc", "usr/lib/x86_64-linux-gnu/libamdhip64.so.7"] {
-        if !root.join(need).exists() {
-            println!(
-                "skipped: no ROCm 7 chroot at {} ({need} missing; build it with \
-                 scripts/rocm7-chroot.sh build, or set ROCM7_CHROOT)",
-                root.display()
-            );
-            return None;
-        }
-    }
-    let uid = Command::new("id").arg("-u").output().ok()?;
-    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-        println!("skipped: running in the ROCm 7 chroot needs root");
-        return None;
-    }
-    Some(root)
+    hsa_test_support::rocm7::chroot(&["usr/bin/hipcc", "usr/lib/x86_64-linux-gnu/libamdhip64.so.7"])
 }
 
 /// This test process's scratch directory (`/opt/hsa-rt/out` inside).

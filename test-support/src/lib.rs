@@ -16,6 +16,7 @@
 
 pub mod cargo;
 mod memory;
+pub mod rocm7;
 pub mod shared;
 
 pub use memory::FlatMemory;
