@@ -339,6 +339,16 @@ pub unsafe extern "C" fn hsa_amd_vmem_address_reserve_align(
     })
 }
 
+/// The checks ROCR 7 makes first on a `(va, size)` range argument: `INVALID_ARGUMENT` for a
+/// NULL `va` (naming it) or a size of 0 bytes.
+fn va_range(va: *mut c_void, size: usize) -> Result<(), hsa_core::Error> {
+    non_null(va, "va")?;
+    if size == 0 {
+        bail!(Status::InvalidArgument, "size is 0");
+    }
+    Ok(())
+}
+
 /// `hsa_amd_vmem_address_free` (ROCR 7).
 ///
 /// # Errors (as status)
@@ -348,10 +358,7 @@ pub unsafe extern "C" fn hsa_amd_vmem_address_reserve_align(
 pub extern "C" fn hsa_amd_vmem_address_free(va: *mut c_void, size: usize) -> HsaStatus {
     guard("hsa_amd_vmem_address_free", || {
         let st = state::state()?;
-        non_null(va, "va")?;
-        if size == 0 {
-            bail!(Status::InvalidArgument, "size is 0");
-        }
+        va_range(va, size)?;
         st.services().vmem().free(va as u64, size as u64)?;
         Ok(Status::Success)
     })
@@ -410,10 +417,7 @@ pub extern "C" fn hsa_amd_vmem_map(
     let _ = flags;
     guard("hsa_amd_vmem_map", || {
         let st = state::state()?;
-        non_null(va, "va")?;
-        if size == 0 {
-            bail!(Status::InvalidArgument, "size is 0");
-        }
+        va_range(va, size)?;
         st.services()
             .vmem()
             .map(va as u64, size as u64, in_offset as u64, memory_handle)?;
@@ -429,10 +433,7 @@ pub extern "C" fn hsa_amd_vmem_map(
 pub extern "C" fn hsa_amd_vmem_unmap(va: *mut c_void, size: usize) -> HsaStatus {
     guard("hsa_amd_vmem_unmap", || {
         let st = state::state()?;
-        non_null(va, "va")?;
-        if size == 0 {
-            bail!(Status::InvalidArgument, "size is 0");
-        }
+        va_range(va, size)?;
         st.services().vmem().unmap(va as u64, size as u64)?;
         Ok(Status::Success)
     })
@@ -455,10 +456,7 @@ pub unsafe extern "C" fn hsa_amd_vmem_set_access(
 ) -> HsaStatus {
     guard("hsa_amd_vmem_set_access", || {
         let st = state::state()?;
-        non_null(va, "va")?;
-        if size == 0 {
-            bail!(Status::InvalidArgument, "size is 0");
-        }
+        va_range(va, size)?;
         non_null(desc, "desc")?;
         if desc_cnt == 0 {
             bail!(Status::InvalidArgument, "desc_cnt is 0");
