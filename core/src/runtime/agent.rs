@@ -607,6 +607,22 @@ impl Agent {
 mod tests {
     use super::*;
 
+    /// A CPU agent made from [`mi210`]'s node with no SIMDs, no GPU id and 64 cores.
+    fn cpu_agent() -> Agent {
+        let mut cpu = mi210();
+        cpu.simd_count = 0;
+        cpu.gpu_id = 0;
+        cpu.cpu_cores_count = 64;
+        Agent::new(
+            AgentHandle::from_index(0),
+            cpu,
+            core::iter::empty(),
+            0,
+            0,
+            false,
+        )
+    }
+
     fn mi210() -> NodeProperties {
         // Values of nodes/2/properties in the 8xMI210 topology dump.
         NodeProperties {
@@ -694,18 +710,7 @@ mod tests {
         assert_eq!(amdkfd_queues_per_process(90402), 255);
         assert_eq!(amdkfd_queues_per_process(90500), 255);
         assert_eq!(amdkfd_queues_per_process(110000), 127);
-        let mut cpu = mi210();
-        cpu.simd_count = 0;
-        cpu.gpu_id = 0;
-        cpu.cpu_cores_count = 64;
-        let cpu = Agent::new(
-            AgentHandle::from_index(0),
-            cpu,
-            core::iter::empty(),
-            0,
-            0,
-            false,
-        );
+        let cpu = cpu_agent();
         assert_eq!(cpu.queues_max(), 0);
     }
 
@@ -734,18 +739,7 @@ mod tests {
         assert_eq!(agent(110000), 145);
         assert_eq!(agent(110003), 148);
         assert_eq!(agent(0), 0);
-        let mut cpu = mi210();
-        cpu.simd_count = 0;
-        cpu.gpu_id = 0;
-        cpu.cpu_cores_count = 64;
-        let cpu = Agent::new(
-            AgentHandle::from_index(0),
-            cpu,
-            core::iter::empty(),
-            0,
-            0,
-            false,
-        );
+        let cpu = cpu_agent();
         assert_eq!(cpu.asic_family_id(), 0);
     }
 
