@@ -867,7 +867,7 @@ mod tests {
     use super::*;
     use crate::memory::region::Segment;
     use crate::platform::fake::{
-        FakeMemory, FakePlatform, FaultInjector, FaultMethod, UNMAPPED_BASE,
+        FakeMemory, FakePlatform, FaultInjector, FaultMethod, Tamper, UNMAPPED_BASE,
     };
     use crate::platform::{MemoryFlags, MemoryKind};
     use proptest::prelude::*;
@@ -1069,6 +1069,53 @@ mod tests {
         );
         assert!(pool2.allocate(16).is_ok());
         pool2.check_invariants();
+    }
+
+    /// A platform that hands back a chunk shorter than asked: the pool gives it back (the
+    /// platform is left with nothing live) and refuses the allocation naming the chunk; the
+    /// next growth works.
+    #[test]
+    fn a_chunk_shorter_than_asked_is_given_back_and_refused() {
+        let p = FaultInjector::new(platform(FakeMemory::Host, 64 * MIB));
+        let pool: TestPool<'_, FaultInjector<FakePlatform>> =
+            MemoryPool::new(&p, fine(16 * MIB)).unwrap();
+        p.tamper_next(Tamper::ShortChunk);
+        let e = pool.allocate(100).unwrap_err();
+        assert_eq!(e.status(), Status::OutOfResources);
+        let detail = e.to_string();
+        assert!(
+            detail.contains("of 2093056 bytes (asked 2097152 aligned 4096)"),
+            "{detail}"
+        );
+        assert_eq!((p.inner().live_chunks().len(), pool.stats().chunks), (0, 0));
+        assert_eq!(pool.allocate(100).unwrap().size_bytes, 4096);
+        pool.check_invariants();
+    }
+
+    /// Room counts the chunks other threads are still requesting: while one allocation's
+    /// 2 MiB chunk is in flight (held inside the platform), a second 2 MiB allocation of a
+    /// 3 MiB pool is refused with the pool's numbers, and the first then completes.
+    #[test]
+    fn growth_counts_chunks_still_being_requested() {
+        let p = FaultInjector::new(platform(FakeMemory::Host, 64 * MIB));
+        let pool: TestPool<'_, FaultInjector<FakePlatform>> =
+            MemoryPool::new(&p, fine(3 * MIB)).unwrap();
+        let hold = p.hold_next(FaultMethod::AllocateMemory);
+        std::thread::scope(|s| {
+            let first = s.spawn(|| pool.allocate(2 * MIB).map(|a| a.size_bytes));
+            hold.wait_arrival();
+            let e = pool.allocate(2 * MIB).unwrap_err();
+            assert_eq!(e.status(), Status::OutOfResources);
+            assert_eq!(
+                e.detail(),
+                "pool of 3145728 bytes has 2097152 reserved; 2097152 more needed for 2097152 \
+                 bytes at align 4096"
+            );
+            hold.release();
+            assert_eq!(first.join().unwrap().unwrap(), 2 * MIB);
+        });
+        assert_eq!(pool.stats().reserved_bytes, 2 * MIB);
+        pool.check_invariants();
     }
 
     #[test]

@@ -884,6 +884,51 @@ pub enum Tamper {
     /// The next successful [`Platform::create_event`] returns a mailbox address 4 bytes past
     /// the real one (not 8-byte aligned).
     MisalignMailbox,
+    /// The next successful [`Platform::allocate_memory`] reports its chunk 4096 bytes shorter
+    /// than the inner platform made it (a platform that gave less than asked). Freeing the
+    /// short chunk through the wrapper frees the whole one.
+    ShortChunk,
+}
+
+/// A call of the [`FaultInjector`] held at its start ([`FaultInjector::hold_next`]) until the
+/// test releases it: lets a test act while a platform call is in flight, deterministically.
+#[derive(Debug, Default)]
+pub struct Hold {
+    /// (the call arrived, the test released it)
+    state: Mutex<(bool, bool)>,
+    changed: Condvar,
+}
+
+impl Hold {
+    /// Blocks until the held call has arrived (is waiting inside the wrapper).
+    pub fn wait_arrival(&self) {
+        let mut s = lock(&self.state);
+        while !s.0 {
+            s = self
+                .changed
+                .wait(s)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// Lets the held call go on (to the inner platform).
+    pub fn release(&self) {
+        lock(&self.state).1 = true;
+        self.changed.notify_all();
+    }
+
+    /// The held call's side: announce arrival, wait for the release.
+    fn arrive_and_wait(&self) {
+        let mut s = lock(&self.state);
+        s.0 = true;
+        self.changed.notify_all();
+        while !s.1 {
+            s = self
+                .changed
+                .wait(s)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
 }
 
 /// Wraps a [`Platform`] and makes the n-th call of a chosen method fail with a chosen status
@@ -895,6 +940,9 @@ pub struct FaultInjector<P> {
     plan: Mutex<Vec<(FaultMethod, u32, Status)>>,
     calls: Mutex<HashMap<FaultMethod, u32>>,
     tampers: Mutex<Vec<Tamper>>,
+    holds: Mutex<Vec<(FaultMethod, std::sync::Arc<Hold>)>>,
+    /// Chunks reported short ([`Tamper::ShortChunk`]): address -> real size.
+    shortened: Mutex<HashMap<u64, u64>>,
 }
 
 impl<P: Platform> FaultInjector<P> {
@@ -905,7 +953,17 @@ impl<P: Platform> FaultInjector<P> {
             plan: Mutex::new(Vec::new()),
             calls: Mutex::new(HashMap::new()),
             tampers: Mutex::new(Vec::new()),
+            holds: Mutex::new(Vec::new()),
+            shortened: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Holds the next call of `method` at its start, before the inner platform sees it,
+    /// until the returned [`Hold`] is released (from another thread than the call's).
+    pub fn hold_next(&self, method: FaultMethod) -> std::sync::Arc<Hold> {
+        let hold = std::sync::Arc::new(Hold::default());
+        lock(&self.holds).push((method, hold.clone()));
+        hold
     }
 
     /// Makes the next call of `method` fail with `status` (the next after those counted by
@@ -948,6 +1006,14 @@ impl<P: Platform> FaultInjector<P> {
     }
 
     fn check(&self, method: FaultMethod) -> Result<()> {
+        let hold = {
+            let mut holds = lock(&self.holds);
+            let i = holds.iter().position(|(m, _)| *m == method);
+            i.map(|i| holds.remove(i).1)
+        };
+        if let Some(hold) = hold {
+            hold.arrive_and_wait();
+        }
         let n = {
             let mut calls = lock(&self.calls);
             let c = calls.entry(method).or_insert(0);
@@ -990,8 +1056,9 @@ impl<P: Platform> TopologySource for FaultInjector<P> {
 
 // SAFETY: every method either fails before touching anything or delegates to `inner`, whose
 // implementation guarantees carry over unchanged, except where a test asked for a `Tamper`:
-// a hidden host pointer only withholds access, and a misaligned mailbox is an address core
-// must check before it uses it (which is what the tamper tests).
+// a hidden host pointer only withholds access, a short chunk reports less memory than the
+// inner platform gave (a subset of it), and a misaligned mailbox is an address core must check
+// before it uses it (which is what the tamper tests).
 unsafe impl<P: Platform> Platform for FaultInjector<P> {
     type Doorbell = P::Doorbell;
 
@@ -1001,12 +1068,26 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
         if self.take_tamper(Tamper::HideHostPtr) {
             chunk.host_ptr = None;
         }
+        if chunk.size_bytes > 4096 && self.take_tamper(Tamper::ShortChunk) {
+            lock(&self.shortened).insert(chunk.gpu_va.0, chunk.size_bytes);
+            chunk.size_bytes -= 4096;
+        }
         Ok(chunk)
     }
     unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<()> {
         self.check(FaultMethod::FreeMemory)?;
-        // SAFETY: the caller's guarantees are passed on unchanged.
-        unsafe { self.inner.free_memory(chunk) }
+        let real = lock(&self.shortened).get(&chunk.gpu_va.0).copied();
+        let whole = real.map(|size_bytes| MemoryChunk {
+            size_bytes,
+            ..*chunk
+        });
+        // SAFETY: the caller's guarantees are passed on unchanged; a chunk reported short is
+        // handed back whole, as the inner platform made it.
+        let r = unsafe { self.inner.free_memory(whole.as_ref().unwrap_or(chunk)) };
+        if r.is_ok() && real.is_some() {
+            lock(&self.shortened).remove(&chunk.gpu_va.0);
+        }
+        r
     }
     fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<()> {
         self.check(FaultMethod::MapMemory)?;
