@@ -308,6 +308,31 @@ pub struct DispatchState {
     /// ([`crate::tiling::AddrConfig`]). The same value the GPU's driver reports
     /// (amdkfd's `GET_TILE_CONFIG`), which ROCR hands to addrlib to lay images out.
     pub gb_addr_config: u32,
+    /// Where the waves' user SGPRs come from ([`UserSgprs`]).
+    pub user_sgprs: UserSgprs,
+    /// Whether an instruction naming a VGPR past the wave's allocation
+    /// (`(COMPUTE_PGM_RSRC1.VGPRS + 1)` × [`Gfx9Target::vgpr_granule`]) stops the dispatch
+    /// (set for a PM4 dispatch, whose RSRC1 comes from the queue's registers). The hardware
+    /// does not check: such a wave reaches VGPRs the SPI did not give it (another wave's),
+    /// which the interpreter cannot model; it stops with [`Status::IllegalInstruction`]
+    /// naming the register and the allocation instead.
+    pub check_vgpr_allocation: bool,
+}
+
+/// Where the SPI takes a wave's user SGPRs (`s0` up to `COMPUTE_PGM_RSRC2.USER_SGPR`) from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UserSgprs {
+    /// An AQL dispatch: the CP fills them from the kernel descriptor's
+    /// `kernel_code_properties` enables, in AMDGPUUsage's order (private segment buffer,
+    /// dispatch ptr, queue ptr, kernarg segment ptr, dispatch id, flat scratch init, private
+    /// segment size, then the preloaded kernargs).
+    #[default]
+    FromDescriptor,
+    /// A PM4 dispatch: the values of `COMPUTE_USER_DATA_0..15`, loaded into `s0..` up to
+    /// `COMPUTE_PGM_RSRC2.USER_SGPR` (at most 16), over whatever the descriptor's enables
+    /// put there (the descriptor a PM4 dispatch runs with, which its CP builds from its
+    /// registers, enables none).
+    Registers([u32; 16]),
 }
 
 impl DispatchState {
@@ -338,6 +363,8 @@ impl DispatchState {
             max_instructions_per_wave: 10_000_000,
             launch: WaveLaunch::SINGLE_CU,
             gb_addr_config: 0,
+            user_sgprs: UserSgprs::FromDescriptor,
+            check_vgpr_allocation: false,
         }
     }
 }
@@ -673,6 +700,11 @@ pub fn run_workgroups_preemptible(
         cu: CuId::default(),
         gb_addr_config: dispatch.gb_addr_config,
         gws: Gws::new(),
+        vgpr_limit: if dispatch.check_vgpr_allocation {
+            ((descriptor.compute_pgm_rsrc1 & 0x3f) as usize + 1) * target.vgpr_granule()
+        } else {
+            usize::MAX
+        },
     };
     let (cx, cy) = (u64::from(counts[0]), u64::from(counts[1]));
     let mut result = Ok(());
@@ -733,6 +765,9 @@ pub(crate) struct Ctx<'a, 'c> {
     gb_addr_config: u32,
     /// The GWS resources of the waves this context runs.
     gws: Gws,
+    /// VGPRs a wave has when [`DispatchState::check_vgpr_allocation`] is set, else
+    /// `usize::MAX`.
+    vgpr_limit: usize,
 }
 
 fn run_group(
@@ -897,6 +932,13 @@ fn init_wave(
     }
     let rsrc2 = kd.rsrc2();
     let user = rsrc2.user_sgpr_count() as usize;
+    if let UserSgprs::Registers(data) = dispatch.user_sgprs {
+        // COMPUTE_USER_DATA_0..: the registers, as many as USER_SGPR says (the CP checked
+        // it is at most 16).
+        for (i, &v) in data.iter().take(user).enumerate() {
+            w.sreg[i] = v;
+        }
+    }
     let preload = kd.kernarg_preload_length_dwords() as usize;
     if preload > 0 {
         let off = kd.kernarg_preload_offset_dwords() as u64 * 4;
@@ -984,8 +1026,40 @@ pub(crate) enum Flow {
     Wait,
 }
 
+/// [`DispatchState::check_vgpr_allocation`]: `inst`'s VGPR operands within the wave's
+/// allocation.
+fn check_vgprs(ctx: &Ctx<'_, '_>, w: &Wave, inst: &Instruction) -> Result<()> {
+    for op in [
+        &inst.dst,
+        &inst.sdst,
+        &inst.src[0],
+        &inst.src[1],
+        &inst.src[2],
+    ] {
+        if let Operand::Vgpr { index, count } = *op {
+            let end = index as usize + count.max(1) as usize;
+            if end > ctx.vgpr_limit {
+                let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address());
+                bail!(
+                    Status::IllegalInstruction,
+                    "{} at kernel offset {kernel_off:#x} names v{} but the wave has {} VGPRs \
+                     (COMPUTE_PGM_RSRC1.VGPRS {}): the SPI gave it no more",
+                    inst.name(),
+                    end - 1,
+                    ctx.vgpr_limit,
+                    ctx.vgpr_limit / ctx.target.vgpr_granule() - 1
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64) -> Result<()> {
     let (inst, fast) = cache.get(&ctx.code, ctx.memory, ctx.target, w.pc)?;
+    if ctx.vgpr_limit != usize::MAX {
+        check_vgprs(ctx, w, inst)?;
+    }
     w.executed += 1;
     ctx.instructions += 1;
     ctx.lane_instructions += u64::from(w.exec().count_ones());

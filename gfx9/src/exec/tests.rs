@@ -29,6 +29,7 @@ pub(crate) fn general_step(
         cu: CuId::default(),
         gb_addr_config: 0,
         gws: Gws::new(),
+        vgpr_limit: usize::MAX,
     };
     Ok(
         match execute(&mut ctx, w, inst, pc + u64::from(inst.size))? {
