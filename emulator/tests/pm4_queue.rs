@@ -400,7 +400,10 @@ fn wait_reg_mem_waits_for_memory_and_passes_the_hdp_flush() {
 }
 
 /// RELEASE_MEM signals a KFD event as tinygrad's `signal`: the event id into the event's
-/// mailbox slot (32-bit data), then the end-of-pipe interrupt with the id as context id.
+/// mailbox slot (32-bit data), then the end-of-pipe interrupt with the id as context id,
+/// whose handler (amdkfd's `kfd_signal_event_interrupt`) sets the event and resets the slot:
+/// a COPY_DATA of the slot (64-bit, memory to memory) after the interrupt reads
+/// `UNSIGNALED_EVENT_SLOT` back, and the event is set before anyone waits.
 #[test]
 fn release_mem_signals_an_event() {
     let s = setup();
@@ -430,13 +433,32 @@ fn release_mem_signals_an_event() {
         calls::wait_events(&*s.d, &mut data, false, ms).unwrap()
     };
     assert_eq!(wait(0), KFD_IOC_WAIT_RESULT_TIMEOUT);
+    let copy = s.base() + DIMS;
+    s.word(DIMS).store(0x1234, Ordering::Release);
     let mut stream = release_mem(mailbox, ce.event_id, 0, 0);
-    stream.extend(release_mem(0, 0, 2, ce.event_id));
     // Only the interrupt: DATA_SEL 0.
-    let n = stream.len();
-    stream[n - 6] &= !(7 << 29);
+    let mut interrupt = release_mem(0, 0, 2, ce.event_id);
+    interrupt[2] &= !(7 << 29);
+    stream.extend(interrupt);
+    // COPY_DATA: SRC_SEL 1 (memory), DST_SEL 5 (memory), COUNT_SEL 1 (64 bits).
+    stream.extend(pkt3(
+        0x40,
+        &[
+            1 | 5 << 8 | 1 << 16,
+            mailbox as u32,
+            (mailbox >> 32) as u32,
+            copy as u32,
+            (copy >> 32) as u32,
+        ],
+    ));
+    stream.extend(release_mem(s.base() + FLAG, 3, 0, 0));
     s.submit(&stream);
-    assert_eq!(wait(10_000), KFD_IOC_WAIT_RESULT_COMPLETE);
+    assert!(s.wait_flag(3), "{:?}", s.d.queue_error(s.queue_id));
+    assert_eq!(
+        s.word(DIMS).load(Ordering::Acquire),
+        hsa_emu::device::UNSIGNALED_EVENT_SLOT
+    );
+    assert_eq!(wait(0), KFD_IOC_WAIT_RESULT_COMPLETE);
     assert_eq!(s.d.queue_error(s.queue_id), None);
 }
 
