@@ -1296,12 +1296,44 @@ mod tests {
     /// Each thing the engine does not execute stops it with a message naming it and its place.
     #[test]
     fn unknown_packets_and_fields_are_named() {
-        let cases: Vec<(Vec<u32>, &str)> = vec![
+        let cases: Vec<(Vec<u32>, &str)> =
+            vec![
             (
-                vec![header(0x46, 1), 0], // EVENT_WRITE
-                "PM4 at IB1 at 0x1000, dword 0 (0x1000): opcode 0x46 (header 0xc0004600) is \
-                 not one the emulated CP executes (NOP 0x10, WRITE_DATA 0x37, INDIRECT_BUFFER \
-                 0x3f, RELEASE_MEM 0x49, ACQUIRE_MEM 0x58)",
+                vec![header(0x11, 1), 0], // SET_BASE
+                "PM4 at IB1 at 0x1000, dword 0 (0x1000): opcode 0x11 (header 0xc0001100) is \
+                 not one the emulated CP executes (NOP 0x10, DISPATCH_DIRECT 0x15, \
+                 DISPATCH_INDIRECT 0x16, WRITE_DATA 0x37, WAIT_REG_MEM 0x3c, INDIRECT_BUFFER \
+                 0x3f, COPY_DATA 0x40, EVENT_WRITE 0x46, RELEASE_MEM 0x49, ACQUIRE_MEM 0x58, \
+                 SET_SH_REG 0x76, SET_UCONFIG_REG 0x79)",
+            ),
+            (
+                vec![header(OP_EVENT_WRITE, 1), 0x35], // THREAD_TRACE_MARKER
+                "PM4 at IB1 at 0x1000, dword 0 (0x1000): EVENT_WRITE of event type 53, index 0 \
+                 (2 dwords): the emulated CP runs CS_PARTIAL_FLUSH (7, index 4, 2 dwords) only",
+            ),
+            (
+                vec![header(OP_SET_UCONFIG_REG, 2), 0x200, 0x4000_0001],
+                "PM4 at IB1 at 0x1000, dword 0 (0x1000): SET_UCONFIG_REG of register 0xc200 \
+                 (offset 0x200) = 0x40000001: the emulated CP takes GRBM_GFX_INDEX (0xc200) \
+                 with every broadcast bit (0xe0000000) only",
+            ),
+            (
+                vec![header(OP_COPY_DATA, 5), 4 | 2 << 8, 0x3400, 0, 0x2000, 0],
+                "PM4 at IB1 at 0x1000, dword 0 (0x1000): COPY_DATA SRC_SEL is 4; the emulated \
+                 CP copies memory (1, 2), immediate data (5) or the GPU clock (9), not a \
+                 register (0), GDS (3), a performance counter (4) or atomic return data",
+            ),
+            (
+                vec![header(OP_WAIT_REG_MEM, 6), 1 << 6 | 3, 0x2e0c, 0x2e0d, 0, 0, 4],
+                "PM4 at IB1 at 0x1000, dword 0 (0x1000): WAIT_REG_MEM MEM_SPACE 0 OPERATION 1 \
+                 on 0x2e0c/0x2e0d: the emulated CP polls memory (MEM_SPACE 1, OPERATION 0) and \
+                 runs the write-then-wait on the HDP flush registers (0xe26/0xe27), no other \
+                 register",
+            ),
+            (
+                vec![header(OP_DISPATCH_DIRECT, 4), 1, 1, 1, 4],
+                "PM4 at IB1 at 0x1000, dword 0 (0x1000): dispatch [1, 1, 1]: \
+                 COMPUTE_DISPATCH_INITIATOR 0x4 lacks COMPUTE_SHADER_EN (bit 0)",
             ),
             (
                 vec![PACKET2, 0x0001_2345],
@@ -1347,6 +1379,152 @@ mod tests {
             assert_eq!(e.status(), Status::InvalidPacketFormat, "{want}");
             assert_eq!(e.detail(), want);
         }
+    }
+
+    /// The launch state a DISPATCH_DIRECT hands the SPI, from tinygrad's register writes:
+    /// code address `PGM << 8`, RSRC1-3, USER_DATA, work-group size from NUM_THREAD_*, the
+    /// grid in work-groups (× size), or in threads with USE_THREAD_DIMENSIONS (bit 5), LDS in
+    /// 512-byte granules, scratch base `<< 8`; the registers stay for the next dispatch.
+    #[test]
+    fn dispatch_direct_launches_from_the_registers() {
+        let m = Mem::default();
+        let set = |offset: u32, values: &[u32]| {
+            let mut v = vec![header(OP_SET_SH_REG, values.len() as u32 + 1), offset];
+            v.extend_from_slice(values);
+            v
+        };
+        let mut s = Vec::new();
+        s.extend(set(reg::COMPUTE_PGM_LO, &[0x1234_5678, 0x7f]));
+        s.extend(set(
+            reg::COMPUTE_PGM_RSRC1,
+            &[0x00af_0041, 4 << 1 | 1 << 7 | 3 << 15],
+        ));
+        s.extend(set(reg::COMPUTE_PGM_RSRC3, &[5]));
+        s.extend(set(reg::COMPUTE_TMPRING_SIZE, &[8 << 12 | 16]));
+        s.extend(set(reg::COMPUTE_DISPATCH_SCRATCH_BASE_LO, &[0x40_0000, 0]));
+        s.extend(set(reg::COMPUTE_USER_DATA_0, &[1, 2, 3, 4]));
+        s.extend(set(reg::COMPUTE_START_X, &[0, 0, 0, 64, 2, 1, 0, 0]));
+        s.extend([header(OP_DISPATCH_DIRECT, 4), 3, 5, 1, 1 | 1 << 2]);
+        s.extend([header(OP_DISPATCH_DIRECT, 4), 100, 7, 1, 1 | 1 << 5]);
+        s.extend([header(OP_DISPATCH_DIRECT, 4), 0, 7, 1, 1]);
+        m.put(0x1000, &s);
+        let counts = execute_fresh(&packet(ib(0x1000, s.len() as u32)), &m).unwrap();
+        assert_eq!((counts.set_reg, counts.dispatch), (7, 3));
+        let first = ComputeDispatch {
+            entry: 0x7f_1234_5678 << 8,
+            rsrc: [0x00af_0041, 4 << 1 | 1 << 7 | 3 << 15, 5],
+            user_data: [1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            workgroup_size: [64, 2, 1],
+            grid_size: [192, 10, 1],
+            lds_bytes: 3 * 512,
+            tmpring_size: 8 << 12 | 16,
+            scratch_base: 0x4000_0000,
+        };
+        let threads = ComputeDispatch {
+            grid_size: [100, 7, 1],
+            ..first
+        };
+        // The third has a zero dimension: nothing launches.
+        assert_eq!(*m.dispatches.borrow(), [first, threads]);
+    }
+
+    /// What a dispatch refuses, named: too many user SGPRs, a trap handler, a start past
+    /// work-group 0, a zero work-group size.
+    #[test]
+    fn dispatch_refuses_what_it_does_not_emulate() {
+        let cases: [(u32, u32, &str); 4] = [
+            (
+                reg::COMPUTE_PGM_RSRC2,
+                17 << 1,
+                "COMPUTE_PGM_RSRC2 0x22: USER_SGPR is 17; there are 16 COMPUTE_USER_DATA \
+                 registers",
+            ),
+            (
+                reg::COMPUTE_PGM_RSRC2,
+                1 << 6,
+                "COMPUTE_PGM_RSRC2 0x40: a trap handler (TRAP_PRESENT, EXCP_EN, EXCP_EN_MSB) \
+                 and SKIP_USGPR0 are not emulated",
+            ),
+            (
+                reg::COMPUTE_START_X + 1,
+                2,
+                "COMPUTE_START_Y is 2: a dispatch starting past work-group 0 is not emulated",
+            ),
+            (
+                reg::COMPUTE_NUM_THREAD_X + 2,
+                0x10000,
+                "COMPUTE_NUM_THREAD_Z NUM_THREAD_FULL is 0",
+            ),
+        ];
+        for (offset, value, want) in cases {
+            let m = Mem::default();
+            let mut s = vec![
+                header(OP_SET_SH_REG, 4),
+                reg::COMPUTE_NUM_THREAD_X,
+                64,
+                1,
+                1,
+            ];
+            s.extend([header(OP_SET_SH_REG, 2), offset, value]);
+            s.extend([header(OP_DISPATCH_DIRECT, 4), 1, 1, 1, 1]);
+            m.put(0x1000, &s);
+            let e = execute_fresh(&packet(ib(0x1000, s.len() as u32)), &m).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidPacketFormat);
+            assert_eq!(
+                e.detail(),
+                format!("PM4 at IB1 at 0x1000, dword 8 (0x1020): dispatch [1, 1, 1]: {want}")
+            );
+            assert!(m.dispatches.borrow().is_empty());
+        }
+    }
+
+    /// COPY_DATA of immediate data (32-bit) and the GPU clock (64-bit); WAIT_REG_MEM on
+    /// memory polls until the value comes, and ends with the queue's preemption.
+    #[test]
+    fn copy_data_and_wait_reg_mem() {
+        let m = Mem::default();
+        m.clock.set(0x1_2345_6789);
+        let s = [
+            header(OP_COPY_DATA, 5),
+            5 | 5 << 8,
+            0xabcd,
+            0,
+            0x2000,
+            0,
+            header(OP_COPY_DATA, 5),
+            9 | 2 << 8 | 1 << 16,
+            0,
+            0,
+            0x2008,
+            0,
+            // WAIT_REG_MEM: memory, function 5 (>=), reference 10 at 0x3000.
+            header(OP_WAIT_REG_MEM, 6),
+            1 << 4 | 5,
+            0x3000,
+            0,
+            10,
+            0xffff_ffff,
+            4,
+        ];
+        m.put(0x1000, &s);
+        m.put(0x3000, &[9]);
+        m.polls_left.set(5);
+        m.write_after_poll.set(Some((0x3000, 11)));
+        let counts = execute_fresh(&packet(ib(0x1000, s.len() as u32)), &m).unwrap();
+        assert_eq!((counts.copy_data, counts.wait_reg_mem), (2, 1));
+        assert_eq!(m.get(0x2000), Some(0xabcd));
+        assert_eq!((m.get(0x2008), m.get(0x200c)), (Some(0x2345_6789), Some(1)));
+        assert_eq!(m.polls_left.get(), 4, "one poll interval");
+        // A value that never comes: the wait ends when the queue is taken away.
+        m.put(0x3000, &[9]);
+        m.polls_left.set(2);
+        let e = execute_fresh(&packet(ib(0x1000 + 12 * 4, 7)), &m).unwrap_err();
+        assert_eq!(e.status(), Status::Exception);
+        assert_eq!(
+            e.detail(),
+            "IB1 at 0x1030, dword 0 (0x1030): WAIT_REG_MEM on 0x3000 (value 0x9, mask \
+             0xffffffff, function 5, reference 0xa): preempted while waiting"
+        );
     }
 
     /// The IB itself: VALID bit, nesting deeper than IB2, memory the GPU cannot read.
