@@ -571,7 +571,8 @@ fn unsupported_packets_stop_the_queue_with_their_place() {
 fn create_pm4_queue_checks_its_arguments() {
     let s = setup();
     let base = s.base();
-    let cases: [(fn(&mut CreateQueueArgs), Errno); 5] = [
+    type Edit = fn(&mut CreateQueueArgs);
+    let cases: [(Edit, Errno); 5] = [
         (|q| q.ring_size = 1000, Errno::INVAL),
         (|q| q.ring_size = 512, Errno::INVAL),
         (|q| q.write_pointer_address += 4, Errno::INVAL),

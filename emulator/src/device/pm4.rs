@@ -1,21 +1,72 @@
-//! The emulated command processor's PM4 engine: what the MEC firmware does with the PM4
-//! commands of an AMD PM4-IB vendor packet ([`DecodedPm4Ib`], ROCR's `amd_aql_pm4_ib`).
+//! The emulated command processor's PM4 engine: what the MEC firmware does with PM4
+//! commands, one engine for both places they come from:
 //!
-//! ROCR 5.2 sends one after loading code on gfx9 and later: the packet holds an
-//! `INDIRECT_BUFFER` pointing at an `ACQUIRE_MEM` that invalidates the instruction, scalar and
-//! L2 caches (`GpuAgent::InvalidateCodeCaches`). The engine runs these PM4 type-3 packets
-//! (header: type in bits 30..32, dword count minus 2 in bits 16..30, opcode in bits 8..16;
-//! Ref: linux `drivers/gpu/drm/amd/amdgpu/soc15d.h`, `kfd_pm4_headers_ai.h`):
+//! - a PM4 compute queue's ring (`KFD_IOC_QUEUE_TYPE_COMPUTE`, the queue module's
+//!   `Pm4Thread`), as tinygrad's `AMDComputeQueue` and amdgpu's own compute rings use one;
+//! - the AMD PM4-IB vendor packet of an AQL queue ([`DecodedPm4Ib`], ROCR's `amd_aql_pm4_ib`):
+//!   ROCR 5.2 sends one after loading code on gfx9 and later (an `INDIRECT_BUFFER` pointing at
+//!   an `ACQUIRE_MEM` that invalidates the caches, `GpuAgent::InvalidateCodeCaches`), and
+//!   tinygrad with `AMD_AQL=1` its command buffers.
+//!
+//! Each queue keeps its compute register state ([`Pm4State`]) from packet to packet, as the
+//! HQD's pipe does. The engine runs these PM4 type-3 packets (header: type in bits 30..32,
+//! dword count minus 2 in bits 16..30, opcode in bits 8..16; Ref: linux
+//! `drivers/gpu/drm/amd/amdgpu/soc15d.h`, `kfd_pm4_headers_ai.h`; register offsets from
+//! `asic_reg/gc/gc_9_4_3_offset.h`, fields from `gc_9_4_3_sh_mask.h`):
 //!
 //! - `NOP` (0x10): skips its body; a count of 0x3fff is a one-dword NOP (amdgpu's ring
 //!   padding, `gfx_v9_0.c`). A type-2 packet (`0x8000_0000`) is a one-dword filler.
+//! - `SET_SH_REG` (0x76): dword 1 the first register's offset from 0x2c00 (bits 16..32 must
+//!   be 0), then one value per register, into the compute registers of [`reg`]:
+//!   `COMPUTE_START_X/Y/Z`, `COMPUTE_NUM_THREAD_X/Y/Z`, `COMPUTE_PIPELINESTAT_ENABLE`,
+//!   `COMPUTE_PERFCOUNT_ENABLE` (kept, no counters), `COMPUTE_PGM_LO/HI`,
+//!   `COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI`, `COMPUTE_PGM_RSRC1/2/3`, `COMPUTE_RESOURCE_LIMITS`
+//!   (scheduling only), `COMPUTE_TMPRING_SIZE`, `COMPUTE_RESTART_X/Y/Z`,
+//!   `COMPUTE_USER_DATA_0..15`. Any other SH register is refused.
+//! - `SET_UCONFIG_REG` (0x79): offsets from 0xc000; only `GRBM_GFX_INDEX` with its three
+//!   broadcast bits (`0xe000_0000`), tinygrad's `set_grbm()`, the only value a GPU with one
+//!   shader engine view has.
+//! - `DISPATCH_DIRECT` (0x15, 5 dwords: x, y, z, `COMPUTE_DISPATCH_INITIATOR`) and
+//!   `DISPATCH_INDIRECT` (0x16, the compute form: 4 dwords, `ADDR_LO`, `ADDR_HI` of the three
+//!   dimensions, initiator): launches waves from the registers, as the SPI does — code at
+//!   `COMPUTE_PGM << 8`; user SGPRs `s0..` from `COMPUTE_USER_DATA_*`, as many as
+//!   `RSRC2.USER_SGPR` (at most 16); then the work-group ids as `RSRC2`'s `TGID_X/Y/Z_EN`
+//!   enable them and the work-group info SGPR for `TG_SIZE_EN` (the interpreter's 0 there, as
+//!   for an AQL dispatch), the scratch wave offset after them when
+//!   `SCRATCH_EN` (gfx90a and older; gfx942's FLAT_SCRATCH is set instead); work-item ids in
+//!   VGPRs per `TIDIG_COMP_CNT`; MODE from `RSRC1`'s float and IEEE/DX10 bits; `RSRC1.VGPRS`
+//!   the wave's VGPR allocation (an instruction naming a VGPR past it stops the dispatch,
+//!   `IllegalInstruction`); LDS `RSRC2.LDS_SIZE` × 512 bytes; scratch at
+//!   `COMPUTE_DISPATCH_SCRATCH_BASE << 8` in `COMPUTE_TMPRING_SIZE`'s slots (`WAVES` of
+//!   `WAVESIZE` KiB; nothing else). The work-group size is `NUM_THREAD_*.NUM_THREAD_FULL`; the
+//!   packet's dimensions count work-groups, or threads when the initiator's
+//!   `USE_THREAD_DIMENSIONS` (bit 5) is set (tinygrad sends work-groups with
+//!   `COMPUTE_SHADER_EN` and `FORCE_START_AT_000`); a zero dimension launches nothing. The
+//!   dispatch ends before the next packet runs. Refused: an initiator without
+//!   `COMPUTE_SHADER_EN` or with ordered append, `RESTORE` or bits 15..; a non-zero
+//!   `COMPUTE_START_*` without `FORCE_START_AT_000`, a non-zero `COMPUTE_RESTART_*`, a zero
+//!   `NUM_THREAD_FULL`, `USER_SGPR` above 16, `RSRC2`'s `TRAP_PRESENT`, `EXCP_EN`,
+//!   `EXCP_EN_MSB` or `SKIP_USGPR0`, `RSRC3`'s `TRAP_ON_START`/`_END` (no trap handler here).
+//! - `WAIT_REG_MEM` (0x3c, 7 dwords): with `MEM_SPACE` 1 and `OPERATION` 0 polls the dword at
+//!   the address until `(value & MASK)` compares to `REFERENCE` by `FUNCTION` (0 always, 1 <,
+//!   2 <=, 3 ==, 4 !=, 5 >=, 6 >), sleeping between polls, until the queue is destroyed;
+//!   with `MEM_SPACE` 0 and `OPERATION` 1 (write, wait) on the GPU's
+//!   `BIF_BX_PF0_GPU_HDP_FLUSH_REQ`/`_DONE` (NBIO segment 2 at [`NBIO_SEGMENT2`] + 0x106/0x107,
+//!   amdgpu's and tinygrad's HDP flush) the flush is done at once: `_DONE` reads what was
+//!   written to `_REQ`. `ENGINE_SEL` must be 0 (the ME). Other registers are refused.
+//! - `EVENT_WRITE` (0x46): `CS_PARTIAL_FLUSH` (event type 7, index 4): a full fence (every
+//!   dispatch before it has ended). Other events are refused.
+//! - `COPY_DATA` (0x40, 6 dwords): from memory (`SRC_SEL` 1, 2), immediate data (5) or the GPU
+//!   clock (9) to memory (`DST_SEL` 2, 5), 32 or 64 bits (`COUNT_SEL`). Registers,
+//!   performance counters, GDS and atomic return data are refused.
 //! - `WRITE_DATA` (0x37): writes its data dwords to memory (`DST_SEL` 1 memory via GRBM,
 //!   2 TC/L2, 5 memory), at consecutive dwords or all at one (`WR_ONE_ADDR`, bit 16); the
 //!   address's bits 0..2 are not part of it (`DST_MEM_ADDR_LO` is bits 2..32).
 //! - `INDIRECT_BUFFER` (0x3f, 4 dwords): runs `IB_SIZE` (bits 0..20 of dword 3) dwords at
 //!   `IB_BASE` (bits 2..32 of dword 1, dword 2), then returns; with `CHAIN` (bit 20) the
-//!   buffer it was in ends there. `VALID` (bit 23) must be set. Two levels nest, as on the CP
-//!   (an IB1 may call an IB2; an IB inside an IB2 is an error).
+//!   buffer it was in ends there (on a ring it returns as a call). `VALID` (bit 23) must be
+//!   set. Two levels nest, as on the CP (an IB1 may call an IB2; an IB inside an IB2 is an
+//!   error).
 //! - `RELEASE_MEM` (0x49, 8 dwords): at an end-of-pipe (`EVENT_INDEX` 5) or shader-done (6)
 //!   event — everything before it has completed here, the engine runs in order — writes
 //!   `DATA_SEL` 1 (32-bit data), 2 (64-bit data) or 3 (the GPU clock counter) to memory
@@ -28,11 +79,11 @@
 //!
 //! The caches' action bits are accepted and need no work, for the same reason. Anything else
 //! — another opcode, a type-0 register write, a field value the engine does not emulate, a
-//! packet that runs past its buffer — stops the queue with `INVALID_PACKET_FORMAT` naming
-//! the packet, its place and the value; memory the GPU cannot reach is a `MEMORY_FAULT`
-//! (an indirect buffer may cross from one buffer object into the next: the GPU needs its
-//! pages mapped, nothing more).
-//! Nothing is skipped silently.
+//! packet that runs past its buffer (on a ring: waits for the rest) — stops the queue with
+//! `INVALID_PACKET_FORMAT` naming the packet, its place and the value; memory the GPU cannot
+//! reach is a `MEMORY_FAULT` (an indirect buffer may cross from one buffer object into the
+//! next: the GPU needs its pages mapped, nothing more); a dispatch's waves end the queue with
+//! the interpreter's error. Nothing is skipped silently.
 
 use std::sync::atomic::{fence, Ordering};
 

@@ -1,6 +1,9 @@
-//! The emulated command processor: one thread per compute queue running the core's
-//! [`PacketProcessor`] against the queue's ring. Kernel dispatches run in the GFX9
-//! interpreter or a host implementation, as [`ExecutionMode`] says.
+//! The emulated command processor: one thread per compute queue. An AQL queue's thread runs
+//! the core's [`PacketProcessor`] against the queue's ring; kernel dispatches run in the
+//! GFX9 interpreter or a host implementation, as [`ExecutionMode`] says, and PM4-IB vendor
+//! packets in the PM4 engine (`pm4`). A PM4 queue's thread ([`Pm4Thread`]) runs the PM4
+//! engine over its ring of dwords; its dispatches run in the interpreter (a PM4 dispatch has
+//! no kernel object, so no host implementation).
 //!
 //! Nobody tells it that packets arrived: like a CP it watches what a producer writes — the
 //! queue's doorbell (the 64-bit word of the GPU's doorbell page that ROCR, and our producer,
