@@ -20,7 +20,9 @@
 //! (`HSA_IMAGE_OBJECT_SIZE_DWORD` 12).
 
 use crate::status::{Error, Result, Status};
-use crate::wire::gfx9_rsrc::{img_type, BufferRsrc, ImageRsrc, SamplerRsrc};
+use crate::wire::gfx9_rsrc::{
+    img_type, num_format, sq_sel as sel, BufferRsrc, ImageRsrc, SamplerRsrc,
+};
 use crate::{bail, error};
 
 pub mod region;
@@ -217,26 +219,6 @@ pub struct Format {
     pub channel_type: u32,
     /// `hsa_ext_image_channel_order_t`.
     pub channel_order: u32,
-}
-
-/// The numeric format (`IMG_NUM_FORMAT`, Vega ISA §8.2.1) of a channel.
-mod num_format {
-    pub const UNORM: u32 = 0;
-    pub const SNORM: u32 = 1;
-    pub const UINT: u32 = 4;
-    pub const SINT: u32 = 5;
-    pub const FLOAT: u32 = 7;
-    pub const SRGB: u32 = 9;
-}
-
-/// A destination select (`SQ_SEL_*`): what a component of a read returns.
-mod sel {
-    pub const ZERO: u8 = 0;
-    pub const ONE: u8 = 1;
-    pub const X: u8 = 4;
-    pub const Y: u8 = 5;
-    pub const Z: u8 = 6;
-    pub const W: u8 = 7;
 }
 
 /// How a gfx9 agent stores an image format.

@@ -63,6 +63,8 @@
 
 mod decode;
 mod slot;
+#[cfg(test)]
+mod tests;
 mod vendor;
 
 pub use decode::{Command, DecodedAgentDispatch, DecodedKernelDispatch};

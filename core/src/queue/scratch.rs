@@ -12,6 +12,7 @@
 
 use crate::abi::queue::AmdQueue;
 use crate::status::{Error, Result, Status};
+use crate::wire::gfx9_rsrc::{num_format, sq_sel, BufferRsrc, BUF_DATA_FORMAT_32, BUF_RSRC_DWORDS};
 
 /// Private bytes per lane hsa-core gives a queue when its creator does not say
 /// ([`QueueConfig::private_segment_size`](super::QueueConfig::private_segment_size) `None`):
@@ -230,24 +231,30 @@ pub const fn is_scratch_request(value: i64) -> bool {
 }
 
 /// The gfx9 private segment buffer V# of scratch at `base` of `size_bytes` (see
-/// [`ScratchLayout::fill`]).
-pub const fn resource_descriptor(base: u64, size_bytes: u64) -> [u32; 4] {
-    // SQ_BUF_RSRC_WORD3: DST_SEL_X..W = 4, 5, 6, 7 (bits 0..12), NUM_FORMAT [14:12] UINT (4),
-    // DATA_FORMAT [18:15] 32 (4), ELEMENT_SIZE [20:19] 1 (4 bytes), INDEX_STRIDE [22:21] 3
-    // (64), ADD_TID_ENABLE [23].
-    let word3 = 4 | 5 << 3 | 6 << 6 | 7 << 9 | 4 << 12 | 4 << 15 | 1 << 19 | 3 << 21 | 1 << 23;
-    let records = if size_bytes > u32::MAX as u64 {
-        u32::MAX
-    } else {
-        size_bytes as u32
-    };
-    [
-        base as u32,
-        // BASE_ADDRESS_HI [15:0], STRIDE [29:16] 0, CACHE_SWIZZLE [30] 0, SWIZZLE_ENABLE [31].
-        (base >> 32) as u32 & 0xFFFF | 1 << 31,
-        records,
-        word3,
-    ]
+/// [`ScratchLayout::fill`]): the [`BufferRsrc`] ROCR's `InitScratchSRD` builds on gfx9 —
+/// stride 0 with `SWIZZLE_EN`, `NUM_RECORDS` the backing's size in bytes (saturated at
+/// 4 GiB - 1), `DST_SEL` X, Y, Z, W, `NUM_FORMAT` UINT, `DATA_FORMAT` 32, `ELEMENT_SIZE`
+/// 4 bytes, `INDEX_STRIDE` 64 and `ADD_TID_ENABLE`, so each lane's dwords interleave as
+/// the hardware's private-segment swizzle expects (Vega ISA §9.1.5, "Buffer Resource";
+/// AMDGPUUsage "Private Segment Buffer").
+pub fn resource_descriptor(base: u64, size_bytes: u64) -> [u32; 4] {
+    let mut dw = [0u32; BUF_RSRC_DWORDS];
+    BufferRsrc {
+        base,
+        stride: 0,
+        swizzle_en: true,
+        num_records: u32::try_from(size_bytes).unwrap_or(u32::MAX),
+        dst_sel: [sq_sel::X, sq_sel::Y, sq_sel::Z, sq_sel::W],
+        num_format: num_format::UINT,
+        data_format: BUF_DATA_FORMAT_32,
+        // 2 << 1: 4 bytes.
+        element_size: 1,
+        // 8 << 3: 64 lanes.
+        index_stride: 3,
+        add_tid_enable: true,
+    }
+    .emit(&mut dw);
+    dw
 }
 
 #[cfg(test)]

@@ -90,6 +90,9 @@ pub mod field {
     pub const BUF_NUM_FORMAT: Field = Field::new(3, 12, 3);
     /// V#: `DATA_FORMAT` (`BUF_DATA_FORMAT_*`).
     pub const BUF_DATA_FORMAT: Field = Field::new(3, 15, 4);
+    /// V#: `ELEMENT_SIZE` (2 << n bytes: 0 is 2 bytes, 1 is 4, 2 is 8, 3 is 16), used with
+    /// `ADD_TID_ENABLE` and swizzling.
+    pub const BUF_ELEMENT_SIZE: Field = Field::new(3, 19, 2);
     /// V#: `INDEX_STRIDE` (8 << n elements).
     pub const BUF_INDEX_STRIDE: Field = Field::new(3, 21, 2);
     /// V#: `ADD_TID_ENABLE`.
@@ -121,6 +124,43 @@ pub mod field {
     /// border colour register).
     pub const SAMP_BORDER_COLOR_TYPE: Field = Field::new(3, 30, 2);
 }
+
+/// Destination selects (`SQ_SEL_*`, 3 bits each in `DST_SEL_X..W` of a T# or V#): what a
+/// component of a read returns (Vega ISA §8.2.1, §9.1.5).
+pub mod sq_sel {
+    /// `SQ_SEL_0`: the constant 0.
+    pub const ZERO: u8 = 0;
+    /// `SQ_SEL_1`: the constant 1 (1.0 for float formats).
+    pub const ONE: u8 = 1;
+    /// `SQ_SEL_X`: the first stored channel.
+    pub const X: u8 = 4;
+    /// `SQ_SEL_Y`: the second stored channel.
+    pub const Y: u8 = 5;
+    /// `SQ_SEL_Z`: the third stored channel.
+    pub const Z: u8 = 6;
+    /// `SQ_SEL_W`: the fourth stored channel.
+    pub const W: u8 = 7;
+}
+
+/// Numeric formats (`IMG_NUM_FORMAT` of a T#, `BUF_NUM_FORMAT` of a V#; the same numbers,
+/// Vega ISA §8.2.1, §9.1.5): how a channel's bits become a value.
+pub mod num_format {
+    /// Unsigned, normalized to [0, 1].
+    pub const UNORM: u32 = 0;
+    /// Signed, normalized to [-1, 1].
+    pub const SNORM: u32 = 1;
+    /// Unsigned integer.
+    pub const UINT: u32 = 4;
+    /// Signed integer.
+    pub const SINT: u32 = 5;
+    /// IEEE float.
+    pub const FLOAT: u32 = 7;
+    /// sRGB-encoded, normalized.
+    pub const SRGB: u32 = 9;
+}
+
+/// `BUF_DATA_FORMAT_32` (Vega ISA §9.1.5, `BUF_DATA_FORMAT`): one 32-bit channel.
+pub const BUF_DATA_FORMAT_32: u32 = 4;
 
 /// The `k`-th of four 3-bit selects starting at `first`.
 const fn sel(first: Field, k: usize) -> Field {
@@ -244,6 +284,8 @@ pub struct BufferRsrc {
     pub num_format: u32,
     /// `DATA_FORMAT`.
     pub data_format: u32,
+    /// `ELEMENT_SIZE` (the field's value: 2 << n bytes).
+    pub element_size: u32,
     /// `INDEX_STRIDE`.
     pub index_stride: u32,
     /// `ADD_TID_ENABLE`.
@@ -267,6 +309,7 @@ impl BufferRsrc {
             dst_sel: core::array::from_fn(|k| sel(BUF_DST_SEL_X, k).get(dw) as u8),
             num_format: BUF_NUM_FORMAT.get(dw),
             data_format: BUF_DATA_FORMAT.get(dw),
+            element_size: BUF_ELEMENT_SIZE.get(dw),
             index_stride: BUF_INDEX_STRIDE.get(dw),
             add_tid_enable: BUF_ADD_TID_ENABLE.get(dw) != 0,
         })
@@ -287,6 +330,7 @@ impl BufferRsrc {
         }
         BUF_NUM_FORMAT.set(dw, self.num_format);
         BUF_DATA_FORMAT.set(dw, self.data_format);
+        BUF_ELEMENT_SIZE.set(dw, self.element_size);
         BUF_INDEX_STRIDE.set(dw, self.index_stride);
         BUF_ADD_TID_ENABLE.set(dw, self.add_tid_enable.into());
     }
@@ -398,7 +442,8 @@ mod tests {
     }
 
     /// §9.1.5: BASE_ADDRESS words 0 and 1 [15:0], STRIDE word 1 [29:16], NUM_RECORDS word
-    /// 2, DST_SEL word 3 [11:0], NUM_FORMAT [14:12], DATA_FORMAT [18:15].
+    /// 2, DST_SEL word 3 [11:0], NUM_FORMAT [14:12], DATA_FORMAT [18:15], ELEMENT_SIZE
+    /// [20:19].
     #[test]
     fn buffer_resource_round_trips() {
         let v = BufferRsrc {
@@ -408,13 +453,14 @@ mod tests {
             dst_sel: [4, 5, 6, 7],
             num_format: 0,
             data_format: 10,
+            element_size: 2,
             ..Default::default()
         };
         let golden = [
             0x1000,
             1 | 4 << 16,
             400,
-            4 | 5 << 3 | 6 << 6 | 7 << 9 | 10 << 15,
+            4 | 5 << 3 | 6 << 6 | 7 << 9 | 10 << 15 | 2 << 19,
         ];
         let mut w = [0u32; 4];
         v.emit(&mut w);
