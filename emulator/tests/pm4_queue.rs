@@ -589,3 +589,35 @@ fn create_pm4_queue_checks_its_arguments() {
     create(&s.d, &mut q).unwrap();
     assert_ne!(q.queue_id, s.queue_id);
 }
+
+/// A queue destroyed while a WAIT_REG_MEM waits for a value that never comes ends quietly:
+/// DESTROY_QUEUE returns, no queue error is logged and no hardware-exception event is set.
+#[test]
+fn destroying_a_queue_blocked_in_wait_reg_mem_reports_nothing() {
+    let s = setup();
+    let mut hw = CreateEventArgs {
+        event_type: KFD_IOC_EVENT_HW_EXCEPTION,
+        auto_reset: 1,
+        ..Default::default()
+    };
+    plain_ioctl(&*s.d, &mut hw).unwrap();
+    let mut stream = wait_mem(s.base() + DIMS, 1, !0, 3);
+    stream.extend(release_mem(s.base() + FLAG, 1, 0, 0));
+    s.submit(&stream);
+    std::thread::sleep(Duration::from_millis(20));
+    let mut d = DestroyQueueArgs {
+        queue_id: s.queue_id,
+        ..Default::default()
+    };
+    plain_ioctl(&*s.d, &mut d).unwrap();
+    assert_eq!(s.d.queue_error(s.queue_id), None);
+    let mut data = [EventData {
+        event_id: hw.event_id,
+        ..Default::default()
+    }];
+    assert_eq!(
+        calls::wait_events(&*s.d, &mut data, false, 100).unwrap(),
+        KFD_IOC_WAIT_RESULT_TIMEOUT
+    );
+    assert_eq!(s.dword(FLAG), 0);
+}

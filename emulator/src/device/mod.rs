@@ -240,7 +240,8 @@ impl ExecutionMode {
 /// What the device's kernel executors did since it was made (all queues).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ExecutionStats {
-    /// Dispatches the GFX9 interpreter ran to completion.
+    /// Dispatches the GFX9 interpreter ran to completion (AQL kernel dispatch packets and
+    /// PM4 `DISPATCH_DIRECT`/`_INDIRECT`).
     pub interpreted_dispatches: u64,
     /// Dispatches a host implementation ran (in HostOnly mode or as a fallback).
     pub host_dispatches: u64,

@@ -423,6 +423,9 @@ impl Pm4Thread {
                 }
                 // An incomplete packet: the rest comes with a later write pointer.
                 Ok(_) => self.ctl.sleep(kicks, BLOCKED_POLL),
+                // Destroyed while a WAIT_REG_MEM or a dispatch ran: the queue is gone, it did
+                // not fail (nothing is reported, as for a preempted AQL queue).
+                Err(_) if self.ctl.stop.load(Ordering::SeqCst) => return,
                 Err(e) => {
                     self.device.report_queue_error(
                         self.queue_id,
