@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hsa_core::Status;
-use hsa_emu::device::{builtin_topology, EmulatedKfd, ExecutionMode, BUILTIN_GPU_ID};
+use hsa_emu::device::{
+    builtin_profile, builtin_topology, EmulatedKfd, ExecutionMode, BUILTIN_GPU_ID,
+};
 use hsa_linux::kfd::abi::*;
 use hsa_linux::kfd::calls::{self, plain_ioctl};
 use hsa_linux::kfd::driver::{KfdDriver, MapTarget};
@@ -99,33 +101,30 @@ struct Setup {
     wptr: std::cell::Cell<u64>,
 }
 
-fn register(d: &EmulatedKfd, base: u64, size: u64, flags: u32) {
+fn register(d: &EmulatedKfd, gpu_id: u32, base: u64, size: u64, flags: u32) {
     let mut a = AllocMemoryOfGpuArgs {
         va_addr: base,
         size,
         handle: 0,
         mmap_offset: base,
-        gpu_id: BUILTIN_GPU_ID,
+        gpu_id,
         flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | flags,
     };
     // SAFETY: `base..base + size` is page-aligned memory the test owns (an Arena or a
     // CodePage, boxed), reached only through atomics, alive until after the device (Setup's
     // field order).
     unsafe { calls::alloc_userptr_memory_of_gpu(d, &mut a) }.unwrap();
-    assert_eq!(
-        calls::map_memory_to_gpu(d, a.handle, &[BUILTIN_GPU_ID]).unwrap(),
-        1
-    );
+    assert_eq!(calls::map_memory_to_gpu(d, a.handle, &[gpu_id]).unwrap(), 1);
 }
 
 /// The queue's arguments as tinygrad's `KFDIface.create_queue` sends them.
-fn queue_args(base: u64) -> CreateQueueArgs {
+fn queue_args(base: u64, gpu_id: u32) -> CreateQueueArgs {
     CreateQueueArgs {
         ring_base_address: base + RING,
         write_pointer_address: base + WPTR,
         read_pointer_address: base + RPTR,
         ring_size: (RING_DWORDS * 4) as u32,
-        gpu_id: BUILTIN_GPU_ID,
+        gpu_id,
         queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE,
         queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
         queue_priority: 7,
@@ -141,19 +140,31 @@ fn create(d: &EmulatedKfd, q: &mut CreateQueueArgs) -> Result<(), Errno> {
 }
 
 fn setup() -> Setup {
-    let d = EmulatedKfd::new(builtin_topology()).unwrap();
+    setup_on(builtin_topology())
+}
+
+/// [`setup`] on the first GPU of `topology`.
+fn setup_on(topology: hsa_linux::topology::Topology) -> Setup {
+    let gpu_id = topology
+        .nodes
+        .iter()
+        .map(|n| n.properties.gpu_id)
+        .find(|&id| id != 0)
+        .unwrap();
+    let d = EmulatedKfd::new(topology).unwrap();
     d.set_execution_mode(ExecutionMode::InterpretOnly);
     let arena = Box::new(Arena(std::array::from_fn(|_| AtomicU64::new(0))));
     let code = Box::new(CodePage(std::array::from_fn(|_| AtomicU64::new(0))));
     let base = &*arena as *const Arena as u64;
-    register(&d, base, 16384, 0);
+    register(&d, gpu_id, base, 16384, 0);
     register(
         &d,
+        gpu_id,
         &*code as *const CodePage as u64,
         4096,
         KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE,
     );
-    let mut q = queue_args(base);
+    let mut q = queue_args(base, gpu_id);
     create(&d, &mut q).unwrap();
     assert_eq!(
         q.doorbell_offset & KFD_MMAP_TYPE_MASK,
@@ -580,11 +591,11 @@ fn create_pm4_queue_checks_its_arguments() {
         (|q| q.ring_base_address = 0x1000, Errno::INVAL),
     ];
     for (edit, want) in cases {
-        let mut q = queue_args(base);
+        let mut q = queue_args(base, BUILTIN_GPU_ID);
         edit(&mut q);
         assert_eq!(create(&s.d, &mut q).unwrap_err(), want, "{q:?}");
     }
-    let mut q = queue_args(base);
+    let mut q = queue_args(base, BUILTIN_GPU_ID);
     q.queue_percentage = KFD_MAX_QUEUE_PERCENTAGE | 1 << 8;
     create(&s.d, &mut q).unwrap();
     assert_ne!(q.queue_id, s.queue_id);
@@ -620,4 +631,67 @@ fn destroying_a_queue_blocked_in_wait_reg_mem_reports_nothing() {
         KFD_IOC_WAIT_RESULT_TIMEOUT
     );
     assert_eq!(s.dword(FLAG), 0);
+}
+
+/// Stores each lane's `v0 + 7` to its private segment at offset 0 and loads it back, then
+/// writes it to the first kernarg's array (gfx942: architected flat scratch).
+///
+/// ```text
+/// s_load_dwordx2 s[4:5], s[0:1], 0x0
+/// v_mov_b32 v1, 0
+/// v_add_u32 v2, 7, v0
+/// scratch_store_dword v1, v2, off
+/// s_waitcnt vmcnt(0)
+/// scratch_load_dword v3, v1, off
+/// v_lshlrev_b32 v0, 2, v0
+/// s_waitcnt vmcnt(0) lgkmcnt(0)
+/// global_store_dword v0, v3, s[4:5]
+/// s_endpgm
+/// ```
+const SCRATCH_ROUND_TRIP_GFX942: [u32; 14] = [
+    0xC0060100, 0x00000000, 0x7E020280, 0x68040087, 0xDC706000, 0x007F0201, 0xBF8C0F70, 0xDC506000,
+    0x037F0001, 0x24000082, 0xBF8C0070, 0xDC708000, 0x00040300, 0xBF810000,
+];
+
+/// On the gfx942 profile a PM4 dispatch's scratch is COMPUTE_DISPATCH_SCRATCH_BASE's memory
+/// in COMPUTE_TMPRING_SIZE's slots (tinygrad's "architected flat scratch" setup): the
+/// kernel's private stores land there, each lane's dword 0 at `base + 4 × lane` (scratch is
+/// swizzled per dword, 64 lanes), and its loads read them back.
+#[test]
+fn gfx942_dispatch_scratch_is_the_dispatch_scratch_base() {
+    let s = setup_on(builtin_profile("gfx942").unwrap());
+    s.write_code(&SCRATCH_ROUND_TRIP_GFX942);
+    let scratch = s.base() + 12288;
+    let kernarg = s.base() + KERNARG;
+    s.word(KERNARG).store(s.base() + C, Ordering::Release);
+    let pgm = s.code_base() >> 8;
+    let stream = [
+        set_sh_reg(COMPUTE_PGM_LO, &[pgm as u32, (pgm >> 32) as u32]),
+        // RSRC2: SCRATCH_EN (bit 0), USER_SGPR 2.
+        set_sh_reg(COMPUTE_PGM_RSRC1, &[0, 1 | 2 << 1]),
+        // One slot (WAVES 1) of 1 KiB (WAVESIZE 1): 16 bytes a lane.
+        set_sh_reg(COMPUTE_TMPRING_SIZE, &[1 << 12 | 1]),
+        set_sh_reg(
+            0x210, // COMPUTE_DISPATCH_SCRATCH_BASE_LO, _HI
+            &[(scratch >> 8) as u32, (scratch >> 40) as u32],
+        ),
+        set_sh_reg(
+            COMPUTE_USER_DATA_0,
+            &[kernarg as u32, (kernarg >> 32) as u32],
+        ),
+        set_sh_reg(COMPUTE_START_X, &[0, 0, 0, 64, 1, 1]),
+        pkt3(0x15, &[1, 1, 1, INITIATOR]),
+        release_mem(s.base() + FLAG, 1, 0, 0),
+    ]
+    .concat();
+    s.submit(&stream);
+    assert!(s.wait_flag(1), "{:?}", s.d.queue_error(s.queue_id));
+    for lane in 0..64u64 {
+        assert_eq!(s.dword(C + 4 * lane), lane as u32 + 7, "c[{lane}]");
+        assert_eq!(
+            s.dword(12288 + 4 * lane),
+            lane as u32 + 7,
+            "scratch lane {lane}"
+        );
+    }
 }
