@@ -94,8 +94,9 @@ impl Queue {
     }
 }
 
-/// `amd_signal_t`s owned by the test; handles are their addresses.
-struct Signals(Vec<Box<AmdSignal>>);
+/// `amd_signal_t`s owned by the test; handles are their addresses (the vector is never
+/// grown, so they stay put).
+struct Signals(Vec<AmdSignal>);
 
 impl Signals {
     /// Signals with these values; signal `k` has event id `100 + k` and, when `mailbox`,
@@ -105,25 +106,24 @@ impl Signals {
             values
                 .iter()
                 .enumerate()
-                .map(|(k, &value)| {
-                    Box::new(AmdSignal {
-                        value,
-                        event_id: 100 + k as u32,
-                        event_mailbox_ptr: if mailbox { 0x1000 + 8 * k as u64 } else { 0 },
-                        ..AmdSignal::default()
-                    })
+                .map(|(k, &value)| AmdSignal {
+                    value,
+                    event_id: 100 + k as u32,
+                    event_mailbox_ptr: if mailbox { 0x1000 + 8 * k as u64 } else { 0 },
+                    ..AmdSignal::default()
                 })
                 .collect(),
         )
     }
 
     fn handle(&self, k: usize) -> SignalHandle {
-        SignalHandle(&*self.0[k] as *const AmdSignal as u64)
+        SignalHandle(&self.0[k] as *const AmdSignal as u64)
     }
 
     fn raw(&self, k: usize) -> RawSignal {
-        // SAFETY: the boxed signal lives as long as `self`, longer than every use in a test.
-        unsafe { RawSignal::from_ptr(NonNull::from(&*self.0[k])) }
+        // SAFETY: the signal lives (unmoved) as long as `self`, longer than every use in a
+        // test; the processor and the test touch it only through atomics.
+        unsafe { RawSignal::from_ptr(NonNull::from(&self.0[k])) }
     }
 
     fn value(&self, k: usize) -> i64 {
@@ -147,6 +147,8 @@ struct Host<'a> {
     ticks: Cell<u64>,
     tick_reads: Cell<u32>,
     log: RefCell<Vec<String>>,
+    /// (packet_address, queue_address) of each kernel dispatch.
+    addresses: RefCell<Vec<(u64, u64)>>,
 }
 
 impl<'a> Host<'a> {
@@ -160,6 +162,7 @@ impl<'a> Host<'a> {
             ticks: Cell::new(0),
             tick_reads: Cell::new(0),
             log: RefCell::new(Vec::new()),
+            addresses: RefCell::new(Vec::new()),
         }
     }
 
@@ -173,6 +176,9 @@ impl ProcessorHost for Host<'_> {
         self.log
             .borrow_mut()
             .push(format!("kernel {}", d.dispatch_id));
+        self.addresses
+            .borrow_mut()
+            .push((d.packet_address.0, d.queue_address.0));
         if self.scratch_requests.get() > 0 {
             self.scratch_requests.set(self.scratch_requests.get() - 1);
             let request = ScratchRequest {
@@ -407,4 +413,23 @@ fn without_profiling_the_clock_is_not_read() {
         ),
         (0, 0, 0, 0)
     );
+}
+
+/// Without `set_device_addresses` a kernel dispatch carries the host addresses the ring was
+/// made with: its slot (index mod 8, 64 bytes each) and the `amd_queue_t`.
+#[test]
+fn device_addresses_default_to_the_host_addresses() {
+    let signals = Signals::new(&[], false);
+    let host = Host::new(&signals);
+    let mut q = Queue::new(false, SignalHandle::NULL);
+    let slots = &q._storage.slots as *const _ as u64;
+    let queue = &q._storage.queue as *const AmdQueue as u64;
+    for _ in 0..SLOTS + 2 {
+        q.push(kernel(SignalHandle::NULL));
+        assert_eq!(q.processor.process(&host, 8), Progress::Processed(1));
+    }
+    let got = host.addresses.borrow();
+    assert_eq!(got[1], (slots + 64, queue));
+    assert_eq!(got[9], (slots + 64, queue));
+    assert_eq!(got[7], (slots + 7 * 64, queue));
 }
