@@ -12,7 +12,9 @@
 //!   ioctl table indexed like `kfd_chardev.c`'s `amdkfd_ioctls[]`, handlers by object:
 //!   process, clock, events, memory, dma-bufs, queues, SDMA) that implements
 //!   [`hsa_linux::kfd::driver::KfdDriver`]; its command processor (one thread per AQL queue,
-//!   running the core's packet processor, with a PM4 engine) and SDMA engine (one thread per
+//!   running the core's packet processor, with a PM4 engine for the PM4-IB vendor packet; one
+//!   thread per PM4 compute queue, `KFD_IOC_QUEUE_TYPE_COMPUTE`, running the same PM4 engine
+//!   over its ring: register state, `DISPATCH_DIRECT`, waits and fences) and SDMA engine (one thread per
 //!   SDMA queue), both reading their packets through `hsa_core::wire`; host implementations of
 //!   the test kernels; and the
 //!   built-in device profiles ([`builtin_topology`]: an MI210-like gfx90a and a CPU).

@@ -448,11 +448,8 @@ fn create_queue_checks_its_arguments() {
         // GPU (its ioctl's `# Safety`); the good ones are the arena's, as in `setup`.
         unsafe { s.d.ioctl(AMDKFD_IOC_CREATE_QUEUE, q.as_mut_bytes()) }
     };
-    // A PM4 compute queue (not AQL) is not emulated.
-    assert_eq!(
-        try_create(&|q| q.queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE),
-        Err(Errno::INVAL)
-    );
+    // A queue type amdkfd does not know (PM4 compute queues are emulated: tests/pm4_queue.rs).
+    assert_eq!(try_create(&|q| q.queue_type = 4), Err(Errno::INVAL));
     assert_eq!(try_create(&|q| q.ring_size = 1536), Err(Errno::INVAL));
     assert_eq!(try_create(&|q| q.ring_size = 512), Err(Errno::INVAL));
     assert_eq!(try_create(&|q| q.gpu_id = 7), Err(Errno::INVAL));
@@ -881,14 +878,14 @@ fn pm4_indirect_buffer_spans_adjacent_allocations() {
     );
 }
 
-/// A PM4 opcode the emulated CP does not execute (here EVENT_WRITE, 0x46) stops the queue
+/// A PM4 opcode the emulated CP does not execute (here SET_BASE, 0x11) stops the queue
 /// at the vendor packet with INVALID_PACKET_FORMAT naming the opcode and where it is.
 #[test]
 fn unknown_pm4_opcode_stops_the_queue() {
     let s = setup();
     let memory_event = exception_event(&s.d, KFD_IOC_EVENT_MEMORY);
     let hw_event = exception_event(&s.d, KFD_IOC_EVENT_HW_EXCEPTION);
-    s.put_dwords(IB, &[0xc000_4600, 0x16]);
+    s.put_dwords(IB, &[0xc000_1100, 0x16]);
     s.submit_pm4_ib(0, 2);
     let [_, h] = wait_exception(&s.d, memory_event, hw_event);
     assert_eq!(h.hw_exception().gpu_id, BUILTIN_GPU_ID);
@@ -897,8 +894,8 @@ fn unknown_pm4_opcode_stops_the_queue() {
     let ib = s.arena.base() + IB;
     assert!(
         logged.detail().contains(&format!(
-            "packet 0: PM4 at IB1 at {ib:#x}, dword 0 ({ib:#x}): opcode 0x46 (header \
-             0xc0004600) is not one the emulated CP executes"
+            "packet 0: PM4 at IB1 at {ib:#x}, dword 0 ({ib:#x}): opcode 0x11 (header \
+             0xc0001100) is not one the emulated CP executes"
         )),
         "{logged}"
     );

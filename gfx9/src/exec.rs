@@ -308,6 +308,30 @@ pub struct DispatchState {
     /// ([`crate::tiling::AddrConfig`]). The same value the GPU's driver reports
     /// (amdkfd's `GET_TILE_CONFIG`), which ROCR hands to addrlib to lay images out.
     pub gb_addr_config: u32,
+    /// Where the waves' user SGPRs come from ([`UserSgprs`]).
+    pub user_sgprs: UserSgprs,
+    /// Whether an instruction naming a VGPR past the wave's allocation
+    /// (`(COMPUTE_PGM_RSRC1.VGPRS + 1)` × [`Gfx9Target::vgpr_granule`]) stops the dispatch
+    /// (set for a PM4 dispatch, whose RSRC1 comes from the queue's registers). The hardware
+    /// does not check: such a wave reaches VGPRs the SPI did not give it (another wave's),
+    /// which the interpreter cannot model; it stops with [`Status::IllegalInstruction`]
+    /// naming the register and the allocation instead.
+    pub check_vgpr_allocation: bool,
+}
+
+/// Where the SPI takes a wave's user SGPRs (`s0` up to `COMPUTE_PGM_RSRC2.USER_SGPR`) from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UserSgprs {
+    /// An AQL dispatch: the CP fills them from the kernel descriptor's
+    /// `kernel_code_properties` enables ([`aql_user_sgprs`], which the interpreter calls
+    /// once per call of [`run_workgroups_preemptible`]).
+    #[default]
+    FromDescriptor,
+    /// The values of `COMPUTE_USER_DATA_0..15`, loaded into `s0..` up to
+    /// `COMPUTE_PGM_RSRC2.USER_SGPR` (at most 16): a PM4 dispatch's registers, or an AQL
+    /// dispatch's once resolved ([`aql_user_sgprs`]). Every wave starts from these; the
+    /// descriptor's `kernel_code_properties` are not read.
+    Registers([u32; 16]),
 }
 
 impl DispatchState {
@@ -338,6 +362,8 @@ impl DispatchState {
             max_instructions_per_wave: 10_000_000,
             launch: WaveLaunch::SINGLE_CU,
             gb_addr_config: 0,
+            user_sgprs: UserSgprs::FromDescriptor,
+            check_vgpr_allocation: false,
         }
     }
 }
@@ -644,6 +670,18 @@ pub fn run_workgroups_preemptible(
     cache: &mut DecodeCache,
 ) -> Result<()> {
     check_dispatch(descriptor, dispatch)?;
+    // The AQL dispatch's user SGPRs: the CP's COMPUTE_USER_DATA from the descriptor, once
+    // for the call; from here an AQL and a PM4 dispatch launch their waves alike.
+    let resolved;
+    let dispatch = if dispatch.user_sgprs == UserSgprs::FromDescriptor {
+        resolved = DispatchState {
+            user_sgprs: UserSgprs::Registers(aql_user_sgprs(descriptor, dispatch, memory)?),
+            ..*dispatch
+        };
+        &resolved
+    } else {
+        dispatch
+    };
     cache.bind(target);
     // Work-group n runs on CU n mod k of the k enabled ones (hwid module docs).
     let ncus = cache.cus(&dispatch.launch.cu_enable).len();
@@ -673,6 +711,11 @@ pub fn run_workgroups_preemptible(
         cu: CuId::default(),
         gb_addr_config: dispatch.gb_addr_config,
         gws: Gws::new(),
+        vgpr_limit: if dispatch.check_vgpr_allocation {
+            ((descriptor.compute_pgm_rsrc1 & 0x3f) as usize + 1) * target.vgpr_granule()
+        } else {
+            usize::MAX
+        },
     };
     let (cx, cy) = (u64::from(counts[0]), u64::from(counts[1]));
     let mut result = Ok(());
@@ -733,6 +776,9 @@ pub(crate) struct Ctx<'a, 'c> {
     gb_addr_config: u32,
     /// The GWS resources of the waves this context runs.
     gws: Gws,
+    /// VGPRs a wave has when [`DispatchState::check_vgpr_allocation`] is set, else
+    /// `usize::MAX`.
+    vgpr_limit: usize,
 }
 
 fn run_group(
@@ -839,6 +885,72 @@ fn workitem_ids(first: u32, size: [u32; 3]) -> [[u32; 3]; WAVE_SIZE] {
     })
 }
 
+/// The user SGPRs of an AQL dispatch, as the CP fills `COMPUTE_USER_DATA_0..15` from the
+/// kernel descriptor's `kernel_code_properties` (AMDGPUUsage "Initial Kernel Execution
+/// State", in its order): the private segment buffer (the queue's V#, 4), dispatch ptr (2),
+/// queue ptr (2), kernarg segment ptr (2), dispatch id (2), flat scratch init (the scratch
+/// backing memory, 2), private segment size (1), then the preloaded kernargs up to
+/// `USER_SGPR_COUNT` (at most 16). Registers past what is enabled are 0; the enables reach
+/// 15 at most.
+///
+/// # Errors
+/// [`Status::MemoryFault`] (context `kernarg preload`) for preloaded kernargs the memory
+/// does not hold.
+pub fn aql_user_sgprs(
+    kd: &KernelDescriptor,
+    dispatch: &DispatchState,
+    memory: &dyn DeviceMemory,
+) -> Result<[u32; 16]> {
+    let mut v = [0u32; 16];
+    let mut s = 0usize;
+    let put64 = |v: &mut [u32; 16], s: &mut usize, x: u64| {
+        v[*s] = x as u32;
+        v[*s + 1] = (x >> 32) as u32;
+        *s += 2;
+    };
+    if kd.enable_sgpr_private_segment_buffer() {
+        // The queue's V# (amd_queue_t.scratch_resource_descriptor) as the CP loads it; the
+        // kernel adds the wave offset (its soffset), as on silicon.
+        v[..4].copy_from_slice(&dispatch.scratch.resource_descriptor);
+        s += 4;
+    }
+    if kd.enable_sgpr_dispatch_ptr() {
+        put64(&mut v, &mut s, dispatch.dispatch_packet_address);
+    }
+    if kd.enable_sgpr_queue_ptr() {
+        put64(&mut v, &mut s, dispatch.queue_address);
+    }
+    if kd.enable_sgpr_kernarg_segment_ptr() {
+        put64(&mut v, &mut s, dispatch.kernarg_address);
+    }
+    if kd.enable_sgpr_dispatch_id() {
+        put64(&mut v, &mut s, dispatch.dispatch_id);
+    }
+    if kd.enable_sgpr_flat_scratch_init() {
+        // amd_queue_t.scratch_backing_memory_location (AMDGPUUsage "Flat Scratch", GFX9):
+        // the kernel's prologue adds its wave offset into FLAT_SCRATCH.
+        put64(&mut v, &mut s, dispatch.scratch.backing_memory_location);
+    }
+    if kd.enable_sgpr_private_segment_size() {
+        v[s] = dispatch.private_segment_size;
+        s += 1;
+    }
+    let user = (kd.rsrc2().user_sgpr_count() as usize).min(16);
+    let preload = kd.kernarg_preload_length_dwords() as usize;
+    if preload > 0 {
+        let off = kd.kernarg_preload_offset_dwords() as u64 * 4;
+        let n = preload.min(user.saturating_sub(s));
+        let mut buf = [0u8; 4];
+        for i in 0..n {
+            memory
+                .read(dispatch.kernarg_address + off + i as u64 * 4, &mut buf)
+                .map_err(|e| e.context("kernarg preload"))?;
+            v[s + i] = u32::from_le_bytes(buf);
+        }
+    }
+    Ok(v)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn init_wave(
     ctx: &Ctx<'_, '_>,
@@ -856,63 +968,30 @@ fn init_wave(
     let rsrc1 = kd.compute_pgm_rsrc1;
     w.mode = (rsrc1 >> 12 & 0xFF) | (rsrc1 >> 21 & 1) << 8 | (rsrc1 >> 23 & 1) << 9;
     w.hw_id = hw_id(ctx.target, ctx.cu, wave_index, &dispatch.launch);
-    let mut s = 0usize;
-    let put64 = |w: &mut Wave, s: &mut usize, v: u64| {
-        w.set_sreg64(*s, v);
-        *s += 2;
-    };
     // The wave's slot in the queue's scratch: the SPI gives each live wave one of
     // COMPUTE_TMPRING_SIZE.WAVES slots of WAVESIZE KiB; the private segment wave offset is
     // the slot's byte offset in the backing memory (AMDGPUUsage "Private Segment Buffer").
     let wave_offset =
         (u64::from(ctx.scratch.first_slot) + wave_index as u64) * ctx.scratch.wave_bytes();
-    if kd.enable_sgpr_private_segment_buffer() {
-        // The queue's V# (amd_queue_t.scratch_resource_descriptor) as the CP loads it; the
-        // kernel adds the wave offset (its soffset), as on silicon.
-        for (k, v) in ctx.scratch.resource_descriptor.into_iter().enumerate() {
-            w.sreg[s + k] = v;
-        }
-        s += 4;
-    }
-    if kd.enable_sgpr_dispatch_ptr() {
-        put64(w, &mut s, dispatch.dispatch_packet_address);
-    }
-    if kd.enable_sgpr_queue_ptr() {
-        put64(w, &mut s, dispatch.queue_address);
-    }
-    if kd.enable_sgpr_kernarg_segment_ptr() {
-        put64(w, &mut s, dispatch.kernarg_address);
-    }
-    if kd.enable_sgpr_dispatch_id() {
-        put64(w, &mut s, dispatch.dispatch_id);
-    }
-    if kd.enable_sgpr_flat_scratch_init() {
-        // amd_queue_t.scratch_backing_memory_location (AMDGPUUsage "Flat Scratch", GFX9):
-        // the kernel's prologue adds its wave offset into FLAT_SCRATCH.
-        put64(w, &mut s, ctx.scratch.backing_memory_location);
-    }
-    if kd.enable_sgpr_private_segment_size() {
-        w.sreg[s] = dispatch.private_segment_size;
-        s += 1;
-    }
     let rsrc2 = kd.rsrc2();
     let user = rsrc2.user_sgpr_count() as usize;
-    let preload = kd.kernarg_preload_length_dwords() as usize;
-    if preload > 0 {
-        let off = kd.kernarg_preload_offset_dwords() as u64 * 4;
-        let n = preload.min(user.saturating_sub(s));
-        let mut buf = [0u8; 4];
-        for i in 0..n {
-            ctx.memory
-                .read(dispatch.kernarg_address + off + i as u64 * 4, &mut buf)
-                .map_err(|e| e.context("kernarg preload"))?;
-            w.sreg[s + i] = u32::from_le_bytes(buf);
-        }
+    let UserSgprs::Registers(data) = dispatch.user_sgprs else {
+        bail!(
+            Status::InvalidArgument,
+            "the dispatch's user SGPRs were not resolved ({})",
+            "run_workgroups_preemptible resolves them"
+        );
+    };
+    if user > data.len() {
+        bail!(
+            Status::InvalidArgument,
+            "COMPUTE_PGM_RSRC2.USER_SGPR {user} > 16: the SPI loads at most the 16 \
+             COMPUTE_USER_DATA registers"
+        );
     }
+    // COMPUTE_USER_DATA_0..: as many as USER_SGPR says.
+    w.sreg[..user].copy_from_slice(&data[..user]);
     let mut s = user;
-    if s > 102 {
-        bail!(Status::InvalidArgument, "user_sgpr_count {user} > 102");
-    }
     for (d, on) in [
         rsrc2.enable_sgpr_workgroup_id_x(),
         rsrc2.enable_sgpr_workgroup_id_y(),
@@ -984,8 +1063,40 @@ pub(crate) enum Flow {
     Wait,
 }
 
+/// [`DispatchState::check_vgpr_allocation`]: `inst`'s VGPR operands within the wave's
+/// allocation.
+fn check_vgprs(ctx: &Ctx<'_, '_>, w: &Wave, inst: &Instruction) -> Result<()> {
+    for op in [
+        &inst.dst,
+        &inst.sdst,
+        &inst.src[0],
+        &inst.src[1],
+        &inst.src[2],
+    ] {
+        if let Operand::Vgpr { index, count } = *op {
+            let end = index as usize + count.max(1) as usize;
+            if end > ctx.vgpr_limit {
+                let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address());
+                bail!(
+                    Status::IllegalInstruction,
+                    "{} at kernel offset {kernel_off:#x} names v{} but the wave has {} VGPRs \
+                     (COMPUTE_PGM_RSRC1.VGPRS {}): the SPI gave it no more",
+                    inst.name(),
+                    end - 1,
+                    ctx.vgpr_limit,
+                    ctx.vgpr_limit / ctx.target.vgpr_granule() - 1
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64) -> Result<()> {
     let (inst, fast) = cache.get(&ctx.code, ctx.memory, ctx.target, w.pc)?;
+    if ctx.vgpr_limit != usize::MAX {
+        check_vgprs(ctx, w, inst)?;
+    }
     w.executed += 1;
     ctx.instructions += 1;
     ctx.lane_instructions += u64::from(w.exec().count_ones());

@@ -119,6 +119,17 @@ impl Gfx9Target {
         self.processor().name()
     }
 
+    /// VGPRs per unit of `COMPUTE_PGM_RSRC1.VGPRS` (AMDGPUUsage "compute_pgm_rsrc1",
+    /// GRANULATED_WORKITEM_VGPR_COUNT): 8 on gfx90a and gfx942 (the unified VGPR and AGPR
+    /// file), 4 before.
+    pub const fn vgpr_granule(self) -> usize {
+        if matches!(self, Gfx9Target::Gfx90a | Gfx9Target::Gfx942) {
+            8
+        } else {
+            4
+        }
+    }
+
     /// Whether work-item ids are packed into v0 (bits 0..9 x, 10..19 y, 20..29 z):
     /// gfx90a and gfx942 (AMDGPUUsage "Initial Kernel Execution State").
     pub const fn packed_workitem_ids(self) -> bool {

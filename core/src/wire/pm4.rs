@@ -23,6 +23,29 @@ pub const OP_INDIRECT_BUFFER: u8 = 0x3f;
 pub const OP_RELEASE_MEM: u8 = 0x49;
 /// `PACKET3_ACQUIRE_MEM`.
 pub const OP_ACQUIRE_MEM: u8 = 0x58;
+/// `PACKET3_DISPATCH_DIRECT`: work-groups (or threads) per dimension, then
+/// `COMPUTE_DISPATCH_INITIATOR`.
+pub const OP_DISPATCH_DIRECT: u8 = 0x15;
+/// `PACKET3_DISPATCH_INDIRECT`: on a compute queue, the address of the three dimensions, then
+/// `COMPUTE_DISPATCH_INITIATOR`.
+pub const OP_DISPATCH_INDIRECT: u8 = 0x16;
+/// `PACKET3_WAIT_REG_MEM`.
+pub const OP_WAIT_REG_MEM: u8 = 0x3c;
+/// `PACKET3_COPY_DATA`.
+pub const OP_COPY_DATA: u8 = 0x40;
+/// `PACKET3_EVENT_WRITE`.
+pub const OP_EVENT_WRITE: u8 = 0x46;
+/// `PACKET3_SET_SH_REG`: its first body dword is a register's dword offset from
+/// [`SET_SH_REG_START`].
+pub const OP_SET_SH_REG: u8 = 0x76;
+/// `PACKET3_SET_UCONFIG_REG`: offsets from [`SET_UCONFIG_REG_START`].
+pub const OP_SET_UCONFIG_REG: u8 = 0x79;
+/// `PACKET3_SET_SH_REG_START`: dword address of the first SH register (soc15d.h).
+pub const SET_SH_REG_START: u32 = 0x2c00;
+/// `PACKET3_SET_SH_REG_END`: one past the last SH register.
+pub const SET_SH_REG_END: u32 = 0x3000;
+/// `PACKET3_SET_UCONFIG_REG_START`: dword address of the first UCONFIG register.
+pub const SET_UCONFIG_REG_START: u32 = 0xc000;
 
 /// The one-dword type-2 filler packet (`PACKET_TYPE2`, `CP_PACKET2`).
 pub const PACKET2: u32 = 0x8000_0000;

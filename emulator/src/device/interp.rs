@@ -16,7 +16,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::gfx9::exec::{
     check_dispatch, run_workgroups_preemptible, workgroup_total, CodeSource, DecodeCache,
-    DeviceCode, DeviceMemory, DispatchState, ExecStats, QueueScratch,
+    DeviceCode, DeviceMemory, DispatchState, ExecStats, QueueScratch, UserSgprs,
 };
 use crate::gfx9::hwid::WaveLaunch;
 use crate::gfx9::wave::WAVE_SIZE;
@@ -24,7 +24,7 @@ use crate::gfx9::Gfx9Target;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
 use hsa_core::packet_processor::DecodedKernelDispatch;
 use hsa_core::{error, Error, Status};
-use zerocopy::FromBytes;
+use zerocopy::{FromBytes, FromZeros};
 
 use super::mem::{Backing, Region, RegionFault};
 use super::memory::{Allocs, DeviceSpan, MemoryFault};
@@ -556,6 +556,8 @@ fn prepare(
         max_instructions_per_wave: MAX_INSTRUCTIONS_PER_WAVE,
         launch: WaveLaunch::SINGLE_CU,
         gb_addr_config: 0,
+        user_sgprs: UserSgprs::FromDescriptor,
+        check_vgpr_allocation: false,
     };
     Ok(Prepared {
         descriptor,
@@ -667,6 +669,43 @@ fn run_inner(
             })
     })
     .map_err(setup)?;
+    drop(memory);
+    run_prepared(
+        prepared,
+        target,
+        allocs,
+        gpu_id,
+        threads,
+        done,
+        preempt,
+        interrupt,
+        launch,
+        gb_addr_config,
+        kept,
+        scratch,
+    )
+}
+
+/// Runs a dispatch whose launch state is ready — from an AQL packet ([`run`]) or from a PM4
+/// queue's compute registers ([`run_registers`]) —: the scratch request, the dispatch
+/// checks, then its work-groups over `threads` host threads (see [`run`]).
+#[allow(clippy::too_many_arguments)]
+fn run_prepared(
+    prepared: Prepared,
+    target: Gfx9Target,
+    allocs: &RwLock<Allocs>,
+    gpu_id: u32,
+    threads: usize,
+    done: &AtomicU64,
+    preempt: &AtomicBool,
+    interrupt: &Interrupt<'_>,
+    launch: WaveLaunch,
+    gb_addr_config: u32,
+    kept: &mut Interpreters,
+    scratch: &mut Option<crate::gfx9::exec::ScratchShort>,
+) -> Result<ExecStats, Failure> {
+    let memory = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
+    let setup = |e: Error| (e, memory.fault());
     let code = CodeSource::Device(prepared.code);
     let descriptor = prepared.descriptor;
     let state = DispatchState {
@@ -687,7 +726,7 @@ fn run_inner(
     // no more workers than the queue's COMPUTE_TMPRING_SIZE.WAVES hold, as the SPI launches
     // no more scratch waves than there are slots (check_dispatch saw one group's fit).
     let wave_slots = u64::from(
-        dispatch
+        state
             .workgroup_size
             .iter()
             .map(|&d| u32::from(d))
@@ -818,6 +857,137 @@ fn run_inner(
     match first_error {
         Some((_, e)) => Err(e),
         None => Ok(stats),
+    }
+}
+
+/// Runs a PM4 queue's `DISPATCH_DIRECT` (`dispatch`, from the queue's compute registers) as
+/// machine code for `target` on GPU `gpu_id`, as [`run`] does an AQL packet: the same
+/// workers, caches and checks, with the waves' launch state from the registers rather than
+/// from an AQL packet and kernel descriptor. The SPI's view: the code starts at
+/// `COMPUTE_PGM` (inside one allocation mapped to the GPU), `RSRC1`/`RSRC2`/`RSRC3` are the
+/// descriptor's words, the user SGPRs are `COMPUTE_USER_DATA_*` ([`UserSgprs::Registers`]),
+/// there is no dispatch packet, queue or kernarg pointer, and scratch is
+/// `COMPUTE_DISPATCH_SCRATCH_BASE` with `COMPUTE_TMPRING_SIZE`'s slots. A kernel that
+/// enables scratch (`RSRC2.SCRATCH_EN`) takes each wave's whole `WAVESIZE` slot; a
+/// work-group whose waves do not fit in `WAVES` slots is refused
+/// ([`Outcome::ScratchRequest`], which the caller turns into a queue error: a PM4 queue has
+/// no scratch request).
+///
+/// # Errors
+/// As [`Outcome::Failed`]: `MemoryFault` for code outside the GPU's memory,
+/// `InvalidAllocation` for LDS beyond `lds_bytes`, and what the interpreter reports.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_registers(
+    dispatch: &super::pm4::ComputeDispatch,
+    target: Gfx9Target,
+    allocs: &RwLock<Allocs>,
+    gpu_id: u32,
+    lds_bytes: u32,
+    threads: usize,
+    done: &AtomicU64,
+    preempt: &AtomicBool,
+    interrupt: &Interrupt<'_>,
+    launch: WaveLaunch,
+    gb_addr_config: u32,
+    caches: &mut Interpreters,
+) -> Outcome {
+    let entry = dispatch.entry;
+    let image = allocs
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .containing(entry, 4)
+        .filter(|a| a.mapped.contains(&gpu_id))
+        .map(|a| (a.va, a.va + a.size));
+    let Some((image_start, image_end)) = image else {
+        return Outcome::Failed(
+            error!(
+                Status::MemoryFault,
+                "memory fault on GPU {gpu_id:#x}: COMPUTE_PGM {entry:#x} is not inside one \
+                 live allocation mapped to this GPU"
+            ),
+            Some(MemoryFault::of(entry, "execute")),
+        );
+    };
+    if dispatch.lds_bytes > lds_bytes {
+        return Outcome::Failed(
+            error!(
+                Status::InvalidAllocation,
+                "COMPUTE_PGM_RSRC2.LDS_SIZE asks {} bytes; the GPU's LDS is {lds_bytes} bytes",
+                dispatch.lds_bytes
+            ),
+            None,
+        );
+    }
+    let mut descriptor = KernelDescriptor::new_zeroed();
+    [
+        descriptor.compute_pgm_rsrc1,
+        descriptor.compute_pgm_rsrc2,
+        descriptor.compute_pgm_rsrc3,
+    ] = dispatch.rsrc;
+    descriptor.group_segment_fixed_size = dispatch.lds_bytes;
+    let start = image_start.max(entry.saturating_sub(CODE_WINDOW_BYTES));
+    let end = image_end.min(entry.saturating_add(CODE_WINDOW_BYTES));
+    let scratch = QueueScratch {
+        resource_descriptor: [0; 4],
+        backing_memory_location: dispatch.scratch_base,
+        backing_memory_byte_size: 0,
+        compute_tmpring_size: dispatch.tmpring_size,
+        first_slot: 0,
+    };
+    let scratch = QueueScratch {
+        backing_memory_byte_size: u64::from(scratch.waves()) * scratch.wave_bytes(),
+        ..scratch
+    };
+    // SCRATCH_EN: each lane may use its share of the wave's slot.
+    let private_segment_size = if dispatch.rsrc[1] & 1 != 0 {
+        (scratch.wave_bytes() / WAVE_SIZE as u64) as u32
+    } else {
+        0
+    };
+    let prepared = Prepared {
+        descriptor,
+        code: DeviceCode {
+            base_address: start,
+            len: end.saturating_sub(start),
+            entry_address: entry,
+        },
+        state: DispatchState {
+            scratch,
+            grid_size: dispatch.grid_size,
+            workgroup_size: dispatch.workgroup_size,
+            dispatch_packet_address: 0,
+            kernarg_address: 0,
+            queue_address: 0,
+            dispatch_id: 0,
+            group_segment_size: dispatch.lds_bytes,
+            private_segment_size,
+            max_instructions_per_wave: MAX_INSTRUCTIONS_PER_WAVE,
+            launch,
+            gb_addr_config,
+            user_sgprs: UserSgprs::Registers(dispatch.user_data),
+            check_vgpr_allocation: true,
+        },
+    };
+    let mut short = None;
+    match run_prepared(
+        prepared,
+        target,
+        allocs,
+        gpu_id,
+        threads,
+        done,
+        preempt,
+        interrupt,
+        launch,
+        gb_addr_config,
+        caches,
+        &mut short,
+    ) {
+        Ok(s) => Outcome::Ran(s),
+        Err((e, fault)) => match short {
+            Some(short) => Outcome::ScratchRequest(short),
+            None => Outcome::Failed(e, fault),
+        },
     }
 }
 

@@ -29,13 +29,17 @@
 //!   (per GPU) or system bank (CPU nodes) are `ENOMEM`. The device reaches an allocation only
 //!   after `MAP_MEMORY_TO_GPU` for that GPU (as GPUVM mappings work). Freeing memory a live
 //!   queue uses (ring, `amd_queue_t`) or the event page is `EBUSY`.
-//! - Queues: AQL compute and SDMA. Each AQL queue is served by a thread running the core's packet processor
+//! - Queues: AQL compute, PM4 compute and SDMA. Each AQL queue is served by a thread running the core's packet processor
 //!   ([`hsa_core::packet_processor`]) that watches the queue's doorbell (its word of the GPU's
 //!   doorbell page, which the user maps from `/dev/kfd`), its write index and its next
 //!   packet header, as a command processor does: nothing but memory tells it that packets
 //!   arrived (the polling policy is in the `queue` module's docs).
 //!   A process may have 127 queues on a GPU (255 on gfx94x/gfx950), as amdkfd; one more is
-//!   `ENOSPC`. SDMA queues (`KFD_IOC_QUEUE_TYPE_SDMA`, `_SDMA_XGMI`: a byte ring, 64-bit
+//!   `ENOSPC`. PM4 compute queues (`KFD_IOC_QUEUE_TYPE_COMPUTE`: a ring of dwords, a 64-bit
+//!   write pointer in dwords that the doorbell carries, a 32-bit read pointer the CP writes)
+//!   are served by a thread running the PM4 engine over the ring (the `pm4` module's docs:
+//!   the packets and registers it runs, dispatches launched from the compute registers).
+//!   SDMA queues (`KFD_IOC_QUEUE_TYPE_SDMA`, `_SDMA_XGMI`: a byte ring, 64-bit
 //!   read and write pointers, a doorbell that takes the write pointer) are served by the
 //!   emulated SDMA engine, one thread each (the `sdma` module's docs: the packets it runs);
 //!   a GPU has `num_sdma_engines` (XGMI: `num_sdma_xgmi_engines`) times
@@ -57,9 +61,10 @@
 //!   interpreter runs each work-group on an enabled CU, round robin, and gives each wave its
 //!   `HW_REG_HW_ID` ([`crate::gfx9::hwid`]); [`EmulatedKfd::compute_static_thread_mgmt`]
 //!   reads the masks back.
-//! - AMD PM4-IB vendor packets (ROCR's cache invalidation after loading code) run in the
-//!   CP's PM4 engine: `NOP`, `WRITE_DATA`, `INDIRECT_BUFFER`, `RELEASE_MEM`, `ACQUIRE_MEM`
-//!   (the `pm4` module's docs); any other PM4 stops the queue with `INVALID_PACKET_FORMAT`.
+//! - AMD PM4-IB vendor packets (ROCR's cache invalidation after loading code, tinygrad's
+//!   command buffers with `AMD_AQL=1`) run in the CP's PM4 engine, the one a PM4 queue's ring
+//!   runs in (the `pm4` module's docs list the packets); any other PM4 stops the queue with
+//!   `INVALID_PACKET_FORMAT`.
 //! - Events: see [`events`](self) module docs; mailbox slots start at all-ones
 //!   (`UNSIGNALED_EVENT_SLOT`).
 //!
@@ -235,7 +240,8 @@ impl ExecutionMode {
 /// What the device's kernel executors did since it was made (all queues).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ExecutionStats {
-    /// Dispatches the GFX9 interpreter ran to completion.
+    /// Dispatches the GFX9 interpreter ran to completion (AQL kernel dispatch packets and
+    /// PM4 `DISPATCH_DIRECT`/`_INDIRECT`).
     pub interpreted_dispatches: u64,
     /// Dispatches a host implementation ran (in HostOnly mode or as a fallback).
     pub host_dispatches: u64,
@@ -249,8 +255,8 @@ pub struct ExecutionStats {
     pub lane_instructions: u64,
     /// Wall time spent in interpreted dispatches, ns.
     pub interpreter_ns: u64,
-    /// PM4 packets the command processor executed (from AMD PM4-IB vendor packets: ROCR's
-    /// cache invalidations), indirect buffers and their contents each counted.
+    /// PM4 packets the command processor executed (from PM4 queues' rings and AMD PM4-IB
+    /// vendor packets), indirect buffers and their contents each counted.
     pub pm4_packets: u64,
     /// SDMA packets the SDMA queues executed (all opcodes, `NOP` included).
     pub sdma_packets: u64,

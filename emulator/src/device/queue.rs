@@ -1,6 +1,9 @@
-//! The emulated command processor: one thread per compute queue running the core's
-//! [`PacketProcessor`] against the queue's ring. Kernel dispatches run in the GFX9
-//! interpreter or a host implementation, as [`ExecutionMode`] says.
+//! The emulated command processor: one thread per compute queue. An AQL queue's thread runs
+//! the core's [`PacketProcessor`] against the queue's ring; kernel dispatches run in the
+//! GFX9 interpreter or a host implementation, as [`ExecutionMode`] says, and PM4-IB vendor
+//! packets in the PM4 engine (`pm4`). A PM4 queue's thread ([`Pm4Thread`]) runs the PM4
+//! engine over its ring of dwords; its dispatches run in the interpreter (a PM4 dispatch has
+//! no kernel object, so no host implementation).
 //!
 //! Nobody tells it that packets arrived: like a CP it watches what a producer writes — the
 //! queue's doorbell (the 64-bit word of the GPU's doorbell page that ROCR, and our producer,
@@ -39,7 +42,7 @@ use hsa_core::{error, Error, GpuVa, Status};
 
 use super::mem::{Backing, Region};
 use super::memory::{Allocs, MemoryFault};
-use super::pm4::{self, Pm4Memory};
+use super::pm4::{self, ComputeDispatch, Pm4Counts, Pm4Memory, Pm4State};
 use super::{interp, kernel, Device, ExecutionMode};
 use crate::gfx9::exec::DecodeCache;
 use crate::gfx9::hwid::{
@@ -238,6 +241,7 @@ impl CpThread {
         let mut idle = IdlePoll::new();
         // The interpreter's decoded kernels and waves, kept over the queue's dispatches.
         let caches = RefCell::new(interp::Interpreters::default());
+        let pm4 = RefCell::new(Pm4State::default());
         while !self.ctl.stop.load(Ordering::SeqCst) {
             let seen = self.ctl.kick.load(Ordering::SeqCst);
             if stopped || self.ctl.inactive.load(Ordering::SeqCst) {
@@ -261,6 +265,7 @@ impl CpThread {
                     stop: &self.ctl.stop,
                     ctl: &self.ctl,
                     caches: &caches,
+                    pm4: &pm4,
                 };
                 let progress = self.processor.process(&host, 64);
                 (progress, (host.fault.get(), host.vm_fault_raised.get()))
@@ -279,6 +284,162 @@ impl CpThread {
                     let (fault, raised) = fault;
                     self.device
                         .report_queue_error(self.queue_id, self.gpu_id, &e, fault, raised);
+                }
+            }
+        }
+    }
+}
+
+/// The command processor thread of a PM4 compute queue (`KFD_IOC_QUEUE_TYPE_COMPUTE`): the
+/// MEC reading PM4 packets from the queue's ring, as it does for amdgpu's own compute rings.
+///
+/// Its pointers, in dwords: the write pointer is the unwrapped count of dwords the producer
+/// wrote (tinygrad's `put_value`), which it stores to the 64-bit doorbell (and to the write
+/// pointer's 64-bit word, which the thread reads when the doorbell did not move: the HQD's
+/// write-pointer poll); the read pointer the thread reports at `read_pointer_address` is the
+/// dword offset in the ring of the next packet (`CP_HQD_PQ_RPTR`, 32 bits), stored after each
+/// batch of whole packets. It watches the doorbell by the AQL thread's [`IdlePoll`] policy.
+pub(crate) struct Pm4Thread {
+    pub(crate) device: Arc<Device>,
+    pub(crate) ctl: Arc<QueueCtl>,
+    /// The ring's device address and size in dwords (a power of two).
+    pub(crate) ring_va: u64,
+    pub(crate) ring_dwords: u64,
+    pub(crate) read_pointer_va: u64,
+    pub(crate) write_pointer_va: u64,
+    /// The queue's doorbell: its 8 bytes of the GPU's doorbell page.
+    pub(crate) doorbell: Region,
+    pub(crate) queue_id: u32,
+    pub(crate) gpu_id: u32,
+    pub(crate) lds_bytes: u32,
+}
+
+impl Pm4Thread {
+    /// The write pointer: the doorbell's value, or the write pointer's word when the
+    /// doorbell still holds what the thread last took.
+    fn write_pointer(&self, host: &CpHost<'_>, last: u64) -> u64 {
+        // Acquire pairs with the producer's Release store of the doorbell (after its ring
+        // stores).
+        let doorbell = self
+            .doorbell
+            .atomic_u64(0)
+            .map_or(0, |w| w.load(Ordering::Acquire));
+        if doorbell != last {
+            return doorbell;
+        }
+        let mut w = [0u32; 2];
+        match host.read_dwords(self.write_pointer_va, &mut w) {
+            Ok(()) => u64::from(w[0]) | u64::from(w[1]) << 32,
+            Err(_) => doorbell,
+        }
+    }
+
+    /// Runs the packets from `rptr` to `end`; returns the new read pointer.
+    fn run_pending(
+        &self,
+        host: &CpHost<'_>,
+        rptr: u64,
+        end: u64,
+        dw: &mut Vec<u32>,
+    ) -> hsa_core::Result<u64> {
+        let n = end.wrapping_sub(rptr);
+        if n > self.ring_dwords {
+            return Err(error!(
+                Status::InvalidPacketFormat,
+                "PM4 queue {}: write pointer {end} against read pointer {rptr}: more than the \
+                 ring's {} dwords",
+                self.queue_id,
+                self.ring_dwords
+            ));
+        }
+        dw.clear();
+        dw.resize(n as usize, 0);
+        let at = rptr % self.ring_dwords;
+        let first = (self.ring_dwords - at).min(n) as usize;
+        host.read_dwords(self.ring_va + at * 4, &mut dw[..first])?;
+        if first < dw.len() {
+            host.read_dwords(self.ring_va, &mut dw[first..])?;
+        }
+        let mut counts = Pm4Counts::default();
+        let done = pm4::execute_ring(
+            dw,
+            self.ring_va,
+            self.ring_dwords,
+            rptr,
+            &mut host.pm4.borrow_mut(),
+            host,
+            &mut counts,
+        )?;
+        self.device
+            .stats
+            .pm4_packets
+            .fetch_add(u64::from(counts.total()), Ordering::SeqCst);
+        let rptr = rptr + done as u64;
+        host.write_u32(self.read_pointer_va, (rptr % self.ring_dwords) as u32)?;
+        Ok(rptr)
+    }
+
+    /// The thread body: runs packets until the queue is destroyed or a packet stops it.
+    pub(crate) fn run(self) {
+        let caches = RefCell::new(interp::Interpreters::default());
+        let pm4 = RefCell::new(Pm4State::default());
+        let gpu = self.device.gpu(self.gpu_id);
+        let host = CpHost {
+            device: &self.device,
+            allocs: &self.device.allocs,
+            pins: RefCell::new(Vec::new()),
+            queue_id: self.queue_id,
+            gpu_id: self.gpu_id,
+            lds_bytes: self.lds_bytes,
+            target: gpu.and_then(|g| g.target),
+            isa: gpu.map_or("unknown", |g| g.isa.as_str()),
+            fault: std::cell::Cell::new(None),
+            scratch_request: std::cell::Cell::new(None),
+            vm_fault_raised: std::cell::Cell::new(false),
+            stop: &self.ctl.stop,
+            ctl: &self.ctl,
+            caches: &caches,
+            pm4: &pm4,
+        };
+        let _ = host.write_u32(self.read_pointer_va, 0);
+        let mut rptr = 0u64;
+        let mut idle = IdlePoll::new();
+        let mut dw = Vec::new();
+        while !self.ctl.stop.load(Ordering::SeqCst) {
+            let kicks = self.ctl.kicks();
+            if self.ctl.inactive.load(Ordering::SeqCst) {
+                self.ctl.sleep(kicks, Duration::from_secs(1));
+                continue;
+            }
+            let end = self.write_pointer(&host, rptr);
+            if end == rptr {
+                idle.idle(&self.ctl, kicks);
+                continue;
+            }
+            match self.run_pending(&host, rptr, end, &mut dw) {
+                Ok(r) if r != rptr => {
+                    rptr = r;
+                    idle.active();
+                }
+                // An incomplete packet: the rest comes with a later write pointer.
+                Ok(_) => self.ctl.sleep(kicks, BLOCKED_POLL),
+                // Destroyed while a WAIT_REG_MEM or a dispatch ran: the queue is gone, it did
+                // not fail (nothing is reported, as for a preempted AQL queue).
+                Err(_) if self.ctl.stop.load(Ordering::SeqCst) => return,
+                Err(e) => {
+                    self.device.report_queue_error(
+                        self.queue_id,
+                        self.gpu_id,
+                        &e,
+                        host.fault.get(),
+                        false,
+                    );
+                    // Stopped: wait to be destroyed.
+                    while !self.ctl.stop.load(Ordering::SeqCst) {
+                        let k = self.ctl.kicks();
+                        self.ctl.sleep(k, Duration::from_secs(1));
+                    }
+                    return;
                 }
             }
         }
@@ -315,6 +476,8 @@ struct CpHost<'a> {
     /// The interpreter's decode caches (one per thread running work-groups), kept by the
     /// queue's thread from one dispatch to the next.
     caches: &'a RefCell<interp::Interpreters>,
+    /// The queue's PM4 engine state (its compute registers), kept by the queue's thread.
+    pm4: &'a RefCell<Pm4State>,
 }
 
 impl CpHost<'_> {
@@ -418,6 +581,85 @@ impl CpHost<'_> {
     }
 }
 
+impl CpHost<'_> {
+    /// Runs a dispatch in the interpreter (`run`, given the interpreter state, the wave
+    /// launch and `GB_ADDR_CONFIG`), keeping the device's statistics; `label` names the
+    /// kernel in messages.
+    fn interpret(
+        &self,
+        target: Gfx9Target,
+        label: &dyn Fn() -> String,
+        run: &dyn Fn(&mut interp::Interpreters, WaveLaunch, u32) -> interp::Outcome,
+    ) -> hsa_core::Result<()> {
+        let launch = self.wave_launch()?;
+        let gb_addr_config = self.device.gpu(self.gpu_id).map_or(0, |g| g.gb_addr_config);
+        let mut caches = self.caches.borrow_mut();
+        let counts = |caches: &[DecodeCache]| {
+            caches.iter().fold((0, 0, 0), |(d, i, r), c| {
+                (
+                    d + c.decoded(),
+                    i + c.invalidated_pages(),
+                    r + c.code_bytes_read(),
+                )
+            })
+        };
+        let before = counts(&caches.caches);
+        let started = std::time::Instant::now();
+        let outcome = run(&mut caches, launch, gb_addr_config);
+        let after = counts(&caches.caches);
+        drop(caches);
+        let c = &self.device.stats;
+        c.code_bytes_read
+            .fetch_add(after.2 - before.2, Ordering::SeqCst);
+        c.decoded.fetch_add(after.0 - before.0, Ordering::SeqCst);
+        c.invalidated_pages
+            .fetch_add(after.1 - before.1, Ordering::SeqCst);
+        match outcome {
+            interp::Outcome::Ran(s) => {
+                let c = &self.device.stats;
+                c.interpreter_ns
+                    .fetch_add(started.elapsed().as_nanos() as u64, Ordering::SeqCst);
+                c.instructions.fetch_add(s.instructions, Ordering::SeqCst);
+                c.lane_instructions
+                    .fetch_add(s.lane_instructions, Ordering::SeqCst);
+                c.interpreted.fetch_add(1, Ordering::SeqCst);
+                // The label is made only for a message (not per dispatch).
+                log::debug!(
+                    "gpu_id {:#x}: {} interpreted on {}: {} work-groups, {} instructions, \
+                     {:.3} s",
+                    self.gpu_id,
+                    label(),
+                    target.name(),
+                    s.workgroups,
+                    s.instructions,
+                    started.elapsed().as_secs_f64()
+                );
+                Ok(())
+            }
+            interp::Outcome::ScratchRequest(short) => {
+                self.scratch_request.set(Some(short));
+                Err(error!(
+                    Status::OutOfResources,
+                    "{} on {}: {}",
+                    label(),
+                    target.name(),
+                    short.error().detail()
+                ))
+            }
+            interp::Outcome::Failed(e, fault) => {
+                self.fault.set(fault);
+                Err(error!(
+                    e.status(),
+                    "{} on {}: {}",
+                    label(),
+                    target.name(),
+                    e.detail()
+                ))
+            }
+        }
+    }
+}
+
 impl ProcessorHost for CpHost<'_> {
     fn preempted(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
@@ -457,86 +699,26 @@ impl ProcessorHost for CpHost<'_> {
                 self.isa
             ));
         };
-        let launch = self.wave_launch()?;
-        let gb_addr_config = self.device.gpu(self.gpu_id).map_or(0, |g| g.gb_addr_config);
-        let threads = self.device.threads.load(Ordering::Relaxed);
-        let mut caches = self.caches.borrow_mut();
-        let counts = |caches: &[DecodeCache]| {
-            caches.iter().fold((0, 0, 0), |(d, i, r), c| {
-                (
-                    d + c.decoded(),
-                    i + c.invalidated_pages(),
-                    r + c.code_bytes_read(),
-                )
-            })
-        };
-        let before = counts(&caches.caches);
-        let started = std::time::Instant::now();
-        let outcome = interp::run(
-            dispatch,
+        self.interpret(
             target,
-            self.allocs,
-            self.gpu_id,
-            self.lds_bytes,
-            threads,
-            &self.device.stats.workgroups,
-            self.stop,
-            &|data| self.device.sq_message_interrupt(data),
-            launch,
-            gb_addr_config,
-            &mut caches,
-        );
-        let after = counts(&caches.caches);
-        drop(caches);
-        let c = &self.device.stats;
-        c.code_bytes_read
-            .fetch_add(after.2 - before.2, Ordering::SeqCst);
-        c.decoded.fetch_add(after.0 - before.0, Ordering::SeqCst);
-        c.invalidated_pages
-            .fetch_add(after.1 - before.1, Ordering::SeqCst);
-        match outcome {
-            interp::Outcome::Ran(s) => {
-                let c = &self.device.stats;
-                c.interpreter_ns
-                    .fetch_add(started.elapsed().as_nanos() as u64, Ordering::SeqCst);
-                c.instructions.fetch_add(s.instructions, Ordering::SeqCst);
-                c.lane_instructions
-                    .fetch_add(s.lane_instructions, Ordering::SeqCst);
-                c.interpreted.fetch_add(1, Ordering::SeqCst);
-                // The label is made only for a message (not per dispatch).
-                log::debug!(
-                    "gpu_id {:#x}: {} interpreted on {}: {} work-groups, {} instructions, \
-                     {:.3} s",
+            &|| self.kernel_label(dispatch).0,
+            &|caches, launch, gb| {
+                interp::run(
+                    dispatch,
+                    target,
+                    self.allocs,
                     self.gpu_id,
-                    self.kernel_label(dispatch).0,
-                    target.name(),
-                    s.workgroups,
-                    s.instructions,
-                    started.elapsed().as_secs_f64()
-                );
-                Ok(())
-            }
-            interp::Outcome::ScratchRequest(short) => {
-                self.scratch_request.set(Some(short));
-                Err(error!(
-                    Status::OutOfResources,
-                    "{} on {}: {}",
-                    self.kernel_label(dispatch).0,
-                    target.name(),
-                    short.error().detail()
-                ))
-            }
-            interp::Outcome::Failed(e, fault) => {
-                self.fault.set(fault);
-                Err(error!(
-                    e.status(),
-                    "{} on {}: {}",
-                    self.kernel_label(dispatch).0,
-                    target.name(),
-                    e.detail()
-                ))
-            }
-        }
+                    self.lds_bytes,
+                    self.device.threads.load(Ordering::Relaxed),
+                    &self.device.stats.workgroups,
+                    self.stop,
+                    &|data| self.device.sq_message_interrupt(data),
+                    launch,
+                    gb,
+                    caches,
+                )
+            },
+        )
     }
 
     fn agent_dispatch(&self, dispatch: &DecodedAgentDispatch) -> hsa_core::Result<()> {
@@ -549,7 +731,7 @@ impl ProcessorHost for CpHost<'_> {
     }
 
     fn execute_pm4(&self, packet: &DecodedPm4Ib) -> hsa_core::Result<()> {
-        let counts = pm4::execute(packet, self)?;
+        let counts = pm4::execute(packet, &mut self.pm4.borrow_mut(), self)?;
         self.device
             .stats
             .pm4_packets
@@ -706,6 +888,50 @@ impl Pm4Memory for CpHost<'_> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .end_of_pipe_interrupt(context_id);
+    }
+
+    fn dispatch(&self, dispatch: &ComputeDispatch) -> hsa_core::Result<()> {
+        let label = || format!("PM4 dispatch of COMPUTE_PGM {:#x}", dispatch.entry);
+        let Some(target) = self.target else {
+            return Err(error!(
+                Status::InvalidIsa,
+                "{}: the GPU's ISA {} is not one the emulated device's interpreter runs (a PM4 \
+                 dispatch has no host implementation)",
+                label(),
+                self.isa
+            ));
+        };
+        let r = self.interpret(target, &label, &|caches, launch, gb| {
+            interp::run_registers(
+                dispatch,
+                target,
+                self.allocs,
+                self.gpu_id,
+                self.lds_bytes,
+                self.device.threads.load(Ordering::Relaxed),
+                &self.device.stats.workgroups,
+                self.stop,
+                &|data| self.device.sq_message_interrupt(data),
+                launch,
+                gb,
+                caches,
+            )
+        });
+        // A PM4 queue has no scratch request: COMPUTE_TMPRING_SIZE too small is the error.
+        self.scratch_request.take();
+        r
+    }
+
+    fn poll_interval(&self) -> hsa_core::Result<()> {
+        if self.stop.load(Ordering::SeqCst) {
+            return Err(error!(
+                Status::Exception,
+                "preempted: the device took the queue away"
+            ));
+        }
+        let seen = self.ctl.kicks();
+        self.ctl.sleep(seen, BLOCKED_POLL);
+        Ok(())
     }
 }
 

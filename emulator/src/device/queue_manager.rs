@@ -3,7 +3,9 @@
 //! `drivers/gpu/drm/amd/amdkfd/kfd_process_queue_manager.c`, `kfd_chardev.c`).
 //!
 //! An AQL compute queue gets a command-processor thread ([`CpThread`], the `queue` module)
-//! running the core's packet processor over the ring; an SDMA queue
+//! running the core's packet processor over the ring; a PM4 compute queue
+//! (`KFD_IOC_QUEUE_TYPE_COMPUTE`) one running the PM4 engine over its ring ([`Pm4Thread`]);
+//! an SDMA queue
 //! (`KFD_IOC_QUEUE_TYPE_SDMA`, `_SDMA_XGMI`) an SDMA engine thread
 //! ([`sdma::create_queue`](super::sdma::create_queue)). A process may have 127 queues on a
 //! GPU (255 on gfx94x/gfx950), as amdkfd; one more is `ENOSPC`. Queue ids are the lowest free
@@ -20,7 +22,7 @@ use rustix::io::Errno;
 
 use hsa_linux::kfd::abi::*;
 
-use super::queue::{CpThread, QueueCtl};
+use super::queue::{CpThread, Pm4Thread, QueueCtl};
 use super::{lock, mem, Device};
 
 /// Most queues a process may have (`KFD_MAX_NUM_OF_QUEUES_PER_PROCESS`).
@@ -40,8 +42,9 @@ pub(crate) struct QueueEntry {
 }
 
 /// CREATE_QUEUE as `kfd_ioctl_create_queue` and `pqm_create_queue`: an SDMA queue goes to
-/// [`sdma::create_queue`](super::sdma::create_queue); otherwise only an AQL compute queue
-/// is emulated (`EINVAL` for another type), with a power-of-two ring of at least
+/// [`sdma::create_queue`](super::sdma::create_queue), a PM4 compute queue to
+/// [`create_pm4_queue`]; otherwise only an AQL compute queue is emulated (`EINVAL` for
+/// another type), with a power-of-two ring of at least
 /// `KFD_MIN_QUEUE_RING_SIZE` bytes, percentage and priority within their maxima (`EINVAL`),
 /// non-null ring and pointers (`EFAULT`), pointers at `amd_queue_t.write_dispatch_id` and
 /// `read_dispatch_id` of a 64-byte aligned `amd_queue_t` (`EINVAL`), ring and `amd_queue_t`
@@ -53,6 +56,9 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
         KFD_IOC_QUEUE_TYPE_SDMA | KFD_IOC_QUEUE_TYPE_SDMA_XGMI
     ) {
         return super::sdma::create_queue(device, a);
+    }
+    if a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE {
+        return create_pm4_queue(device, a);
     }
     let gpu = device.gpu_by_id(a.gpu_id)?;
     if a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL
@@ -145,6 +151,109 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
     Ok(())
 }
 
+/// CREATE_QUEUE of a PM4 compute queue (`KFD_IOC_QUEUE_TYPE_COMPUTE`), as amdkfd checks it
+/// (`set_queue_properties_from_user`, `kfd_queue_acquire_buffers`): a power-of-two ring of
+/// at least `KFD_MIN_QUEUE_RING_SIZE` bytes, percentage (its low 8 bits; the bits above are
+/// the XCC id) and priority within their maxima (`EINVAL`), non-null ring and pointers
+/// (`EFAULT`), the ring in memory mapped to the GPU (`EINVAL`), the read pointer (a 32-bit
+/// dword offset the CP writes) and the write pointer (a 64-bit dword count the producer
+/// writes) 4- and 8-byte aligned (`EINVAL`) in memory mapped to the GPU (`EFAULT`); `ENOSPC`
+/// past the GPU's queues. Its command processor is a [`Pm4Thread`]; the doorbell is as an
+/// AQL queue's, and carries the write pointer in dwords.
+fn create_pm4_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(), Errno> {
+    let gpu = device.gpu_by_id(a.gpu_id)?;
+    if a.queue_percentage & 0xff > KFD_MAX_QUEUE_PERCENTAGE
+        || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
+        || !a.ring_size.is_power_of_two()
+        || a.ring_size < KFD_MIN_QUEUE_RING_SIZE
+    {
+        return Err(Errno::INVAL);
+    }
+    if a.ring_base_address == 0 || a.read_pointer_address == 0 || a.write_pointer_address == 0 {
+        return Err(Errno::FAULT);
+    }
+    if a.read_pointer_address % 4 != 0 || a.write_pointer_address % 8 != 0 {
+        return Err(Errno::INVAL);
+    }
+    let mut allocs = device
+        .allocs
+        .write()
+        .unwrap_or_else(PoisonError::into_inner);
+    allocs
+        .device_region(gpu.gpu_id, a.ring_base_address, u64::from(a.ring_size))
+        .ok_or(Errno::INVAL)?;
+    allocs
+        .device_region(gpu.gpu_id, a.read_pointer_address, 4)
+        .ok_or(Errno::FAULT)?;
+    allocs
+        .device_region(gpu.gpu_id, a.write_pointer_address, 8)
+        .ok_or(Errno::FAULT)?;
+    let mut queues = lock(&device.queues);
+    let on_gpu = queues.values().filter(|q| q.gpu_id == gpu.gpu_id).count() as u32;
+    if on_gpu >= gpu.max_queues {
+        return Err(Errno::NOSPC);
+    }
+    let qid = (0..MAX_QUEUES_PER_PROCESS)
+        .find(|i| !queues.contains_key(i))
+        .ok_or(Errno::NOSPC)?;
+    let doorbell = gpu
+        .doorbells
+        .region()
+        .sub(u64::from(qid) * 8, 8)
+        .ok_or(Errno::NOSPC)?;
+    // A new queue starts at 0: its doorbell too (a destroyed queue's may be left over).
+    if let Some(w) = doorbell.atomic_u64(0) {
+        w.store(0, Ordering::Release);
+    }
+    let ctl = Arc::new(QueueCtl::default());
+    ctl.inactive
+        .store(a.queue_percentage & 0xff == 0, Ordering::SeqCst);
+    *lock(&ctl.cu_enable) = gpu.layout.all_cus();
+    let cp = Pm4Thread {
+        device: device.clone(),
+        ctl: ctl.clone(),
+        ring_va: a.ring_base_address,
+        ring_dwords: u64::from(a.ring_size / 4),
+        read_pointer_va: a.read_pointer_address,
+        write_pointer_va: a.write_pointer_address,
+        doorbell,
+        queue_id: qid,
+        gpu_id: gpu.gpu_id,
+        lds_bytes: gpu.lds_bytes,
+    };
+    let thread = std::thread::Builder::new()
+        .name(format!("emu-cp-pm4-q{qid}"))
+        .spawn(move || cp.run())
+        .map_err(|_| Errno::NOMEM)?;
+    let mut pinned = Vec::new();
+    for va in [
+        a.ring_base_address,
+        a.read_pointer_address,
+        a.write_pointer_address,
+    ] {
+        if let Some(al) = allocs.mapped_containing_mut(gpu.gpu_id, va, 1) {
+            al.pins += 1;
+            pinned.push(al.handle);
+        }
+    }
+    queues.insert(
+        qid,
+        QueueEntry {
+            gpu_id: gpu.gpu_id,
+            queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE,
+            ring_va: a.ring_base_address,
+            ring_size: a.ring_size,
+            pinned,
+            ctl,
+            thread: Some(thread),
+        },
+    );
+    lock(&device.queue_errors).remove(&qid);
+    a.queue_id = qid;
+    a.doorbell_offset = kfd_mmap_doorbell_offset(gpu.gpu_id) | (u64::from(qid) * 8);
+    Ok(())
+}
+
 /// DESTROY_QUEUE: `EINVAL` for an unknown queue.
 pub(crate) fn destroy_queue_ioctl(
     device: &Arc<Device>,
@@ -218,7 +327,10 @@ pub(crate) fn set_cu_mask(device: &Arc<Device>, a: &mut SetCuMaskArgs) -> Result
         .collect();
     let queues = lock(&device.queues);
     let q = queues.get(&a.queue_id).ok_or(Errno::INVAL)?;
-    if q.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL {
+    if matches!(
+        q.queue_type,
+        KFD_IOC_QUEUE_TYPE_COMPUTE_AQL | KFD_IOC_QUEUE_TYPE_COMPUTE
+    ) {
         let gpu = device.gpu_by_id(q.gpu_id)?;
         *lock(&q.ctl.cu_enable) = gpu.layout.map_cu_mask(&mask);
         q.ctl.kick();
@@ -230,5 +342,9 @@ pub(crate) fn set_cu_mask(device: &Arc<Device>, a: &mut SetCuMaskArgs) -> Result
 pub(crate) fn compute_static_thread_mgmt(device: &Device, queue_id: u32) -> Option<[u32; 8]> {
     let queues = lock(&device.queues);
     let q = queues.get(&queue_id)?;
-    (q.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL).then(|| *lock(&q.ctl.cu_enable))
+    matches!(
+        q.queue_type,
+        KFD_IOC_QUEUE_TYPE_COMPUTE_AQL | KFD_IOC_QUEUE_TYPE_COMPUTE
+    )
+    .then(|| *lock(&q.ctl.cu_enable))
 }

@@ -29,6 +29,7 @@ pub(crate) fn general_step(
         cu: CuId::default(),
         gb_addr_config: 0,
         gws: Gws::new(),
+        vgpr_limit: usize::MAX,
     };
     Ok(
         match execute(&mut ctx, w, inst, pc + u64::from(inst.size))? {
@@ -518,4 +519,53 @@ fn bitfield_extract() {
     assert_eq!(bfe(0x8000, 0, 16, true, 64), 0xFFFF_FFFF_FFFF_8000);
     assert_eq!(bfe(0xABCD, 4, 8, false, 32), 0xBC);
     assert_eq!(bfe(0xFF, 0, 0, false, 32), 0);
+}
+
+/// An AQL dispatch's user SGPRs as the CP fills COMPUTE_USER_DATA from the kernel
+/// descriptor (AMDGPUUsage's order): the queue's V# (4), dispatch ptr (2), kernarg segment
+/// ptr (2), private segment size (1), then kernargs preloaded from the kernarg segment at
+/// the descriptor's offset (dword 1 here) up to USER_SGPR_COUNT (12): 3 of the 4 asked for.
+/// Past it, zeros; a preload the memory does not hold is a memory fault.
+#[test]
+fn aql_user_sgprs_follow_the_descriptor() {
+    let mut kd = <KernelDescriptor as zerocopy::FromZeros>::new_zeroed();
+    // ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER (0), _DISPATCH_PTR (1), _KERNARG_SEGMENT_PTR (3),
+    // _PRIVATE_SEGMENT_SIZE (6); USER_SGPR_COUNT 12; preload 4 dwords from dword 1.
+    kd.kernel_code_properties = 1 | 1 << 1 | 1 << 3 | 1 << 6;
+    kd.compute_pgm_rsrc2 = 12 << 1;
+    kd.kernarg_preload = 4 | 1 << 7;
+    let mut st = DispatchState::one_dimensional(64, 64, 0x1_2345_6780, 0x9000);
+    st.scratch.resource_descriptor = [0xa, 0xb, 0xc, 0xd];
+    st.private_segment_size = 48;
+    let kernargs: Vec<u8> = (0..8u32).flat_map(|i| (100 + i).to_le_bytes()).collect();
+    let memory = CountingMemory {
+        base: 0x9000,
+        bytes: core::cell::RefCell::new(kernargs),
+        read: core::cell::Cell::new(0),
+    };
+    assert_eq!(
+        aql_user_sgprs(&kd, &st, &memory).unwrap(),
+        [
+            0xa,
+            0xb,
+            0xc,
+            0xd,
+            0x2345_6780,
+            1,
+            0x9000,
+            0,
+            48,
+            101,
+            102,
+            103,
+            0,
+            0,
+            0,
+            0
+        ]
+    );
+    st.kernarg_address = 0x8000;
+    let e = aql_user_sgprs(&kd, &st, &memory).unwrap_err();
+    assert_eq!(e.status(), Status::MemoryFault);
+    assert_eq!(e.detail(), "kernarg preload: read at 0x8004");
 }
