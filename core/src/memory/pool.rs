@@ -1071,6 +1071,53 @@ mod tests {
         pool2.check_invariants();
     }
 
+    /// A buffer knows its address, is listed among the pool's allocations while it lives,
+    /// and frees on drop.
+    #[test]
+    fn a_buffer_is_listed_while_it_lives_and_frees_on_drop() {
+        let p = platform(FakeMemory::Host, 64 * MIB);
+        let pool: TestPool<'_> = MemoryPool::new(&p, fine(16 * MIB)).unwrap();
+        let b = pool.allocate_buffer(5000).unwrap();
+        assert_eq!(b.va(), b.allocation().va);
+        assert_eq!(b.allocation().size_bytes, 8192);
+        let mut live = StdVec::new();
+        pool.for_each_allocation(|va, size| live.push((va, size)));
+        assert_eq!(live, vec![(b.va(), 8192)]);
+        drop(b);
+        live.clear();
+        pool.for_each_allocation(|va, size| live.push((va, size)));
+        assert_eq!((live.len(), pool.stats().allocations), (0, 0));
+    }
+
+    /// A sub-allocator error becomes OUT_OF_RESOURCES for want of room or records and
+    /// INVALID_ARGUMENT otherwise, named as its Debug shows it.
+    #[test]
+    fn suballocator_errors_map_to_statuses_and_name_themselves() {
+        for (e, status, text) in [
+            (
+                SubAllocError::NoRoom,
+                Status::OutOfResources,
+                "sub-allocator: NoRoom",
+            ),
+            (
+                SubAllocError::NoRecords,
+                Status::OutOfResources,
+                "sub-allocator: NoRecords",
+            ),
+            (
+                SubAllocError::Overlap,
+                Status::InvalidArgument,
+                "sub-allocator: Overlap",
+            ),
+        ] {
+            let err = Error::from(e);
+            assert_eq!(
+                (err.status(), err.detail().to_string()),
+                (status, text.to_string())
+            );
+        }
+    }
+
     /// A platform that hands back a chunk shorter than asked: the pool gives it back (the
     /// platform is left with nothing live) and refuses the allocation naming the chunk; the
     /// next growth works.

@@ -231,6 +231,15 @@ mod tests {
         }
     }
 
+    /// The largest work-group, 256 x 4 x 1 = 1024 work-items (MAX_WORKGROUP_ITEMS), decodes.
+    #[test]
+    fn a_work_group_of_exactly_1024_items_decodes() {
+        let mut p = dispatch();
+        p.workgroup_size_x = 256;
+        let (_, c) = decode(&bytes_of(&p)).unwrap();
+        assert!(matches!(c, Command::Kernel(k) if k.workgroup_size == [256, 4, 1]));
+    }
+
     fn barrier_value() -> BarrierValuePacket {
         let mut p = BarrierValuePacket::default();
         p.header.header = 0;
@@ -366,7 +375,7 @@ mod tests {
     fn kernel_dispatch_errors_carry_the_cp_status() {
         /// A mutation, the status and the message it must give.
         type StatusCase = (fn(&mut KernelDispatchPacket), Status, &'static str);
-        let cases: [StatusCase; 6] = [
+        let cases: [StatusCase; 7] = [
             (
                 |p| p.setup = 0,
                 Status::IncompatibleArguments,
@@ -392,6 +401,11 @@ mod tests {
                 |p| p.workgroup_size_x = 0xFFFF,
                 Status::InvalidArgument,
                 "work-group size 65535 x 4 x 1 is 262140 work-items; must be <= 1024",
+            ),
+            (
+                |p| p.workgroup_size_x = 257,
+                Status::InvalidArgument,
+                "work-group size 257 x 4 x 1 is 1028 work-items; must be <= 1024",
             ),
             (
                 |p| {
