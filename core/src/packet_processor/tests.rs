@@ -42,30 +42,41 @@ struct Storage {
 
 /// A ring of 8 slots and its `amd_queue_t`, a producer and the processor over it.
 struct Queue {
-    /// Owns the ring's memory.
-    _storage: Box<Storage>,
+    /// The ring's memory, leaked from a Box (so moving the Queue retags nothing) and freed
+    /// in `drop`.
+    storage: NonNull<Storage>,
     producer: Producer,
     processor: PacketProcessor,
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        // SAFETY: `storage` came from Box::leak in `new` and is freed only here; the ring,
+        // producer and processor hold raw pointers into it and touch nothing when dropped.
+        drop(unsafe { Box::from_raw(self.storage.as_ptr()) });
+    }
 }
 
 impl Queue {
     /// An empty queue; `profiling` sets `AMD_QUEUE_PROPERTIES_ENABLE_PROFILING`, `inactive` is
     /// the `queue_inactive_signal`.
     fn new(profiling: bool, inactive: SignalHandle) -> Queue {
-        let mut storage = Box::new(Storage {
+        let mut boxed = Box::new(Storage {
             slots: [[0; 64]; SLOTS as usize],
             queue: AmdQueue::new_zeroed(),
         });
         if profiling {
-            storage.queue.queue_properties |= AMD_QUEUE_PROPERTIES_ENABLE_PROFILING;
+            boxed.queue.queue_properties |= AMD_QUEUE_PROPERTIES_ENABLE_PROFILING;
         }
-        storage.queue.queue_inactive_signal = inactive;
-        let base = NonNull::from(&mut storage.slots).cast::<u8>();
-        let queue = NonNull::from(&mut storage.queue);
-        // SAFETY: `storage` is boxed (it does not move), 64-byte aligned, and owned by the
-        // returned Queue, which outlives its ring, producer and processor; 8 slots of 64 bytes;
-        // slot headers and the indices are only touched through the Ring from here on.
-        let ring = unsafe { Ring::new(base, SLOTS, queue) };
+        boxed.queue.queue_inactive_signal = inactive;
+        let storage = NonNull::from(Box::leak(boxed));
+        // SAFETY (both): in-bounds field projections of the live, leaked Storage.
+        let base = unsafe { NonNull::new_unchecked(&raw mut (*storage.as_ptr()).slots) };
+        let queue = unsafe { NonNull::new_unchecked(&raw mut (*storage.as_ptr()).queue) };
+        // SAFETY: the Storage lives until the Queue drops, after its ring, producer and
+        // processor are last used; 64-byte aligned; 8 slots of 64 bytes; slot headers and the
+        // indices are only touched through the Ring from here on.
+        let ring = unsafe { Ring::new(base.cast::<u8>(), SLOTS, queue) };
         for i in 0..u64::from(SLOTS) {
             ring.header_word(i)
                 .store(INVALID_HEADER_WORD, Ordering::Relaxed);
@@ -75,7 +86,7 @@ impl Queue {
         Queue {
             producer: Producer::new(ring, false),
             processor: PacketProcessor::new(consumer),
-            _storage: storage,
+            storage,
         }
     }
 
@@ -94,36 +105,55 @@ impl Queue {
     }
 }
 
-/// `amd_signal_t`s owned by the test; handles are their addresses (the vector is never
-/// grown, so they stay put).
-struct Signals(Vec<AmdSignal>);
+/// `amd_signal_t`s owned by the test, leaked from a boxed slice (so taking pointers to them
+/// and moving this value retags nothing) and freed on drop; handles are their addresses.
+struct Signals {
+    first: NonNull<AmdSignal>,
+    len: usize,
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        let slice = core::ptr::slice_from_raw_parts_mut(self.first.as_ptr(), self.len);
+        // SAFETY: the slice came from Box::leak in `new` and is freed only here, after the
+        // test's last use of its signals.
+        drop(unsafe { Box::from_raw(slice) });
+    }
+}
 
 impl Signals {
     /// Signals with these values; signal `k` has event id `100 + k` and, when `mailbox`,
     /// an event mailbox at `0x1000 + 8k`.
     fn new(values: &[i64], mailbox: bool) -> Signals {
-        Signals(
-            values
-                .iter()
-                .enumerate()
-                .map(|(k, &value)| AmdSignal {
-                    value,
-                    event_id: 100 + k as u32,
-                    event_mailbox_ptr: if mailbox { 0x1000 + 8 * k as u64 } else { 0 },
-                    ..AmdSignal::default()
-                })
-                .collect(),
-        )
+        let all: Box<[AmdSignal]> = values
+            .iter()
+            .enumerate()
+            .map(|(k, &value)| AmdSignal {
+                value,
+                event_id: 100 + k as u32,
+                event_mailbox_ptr: if mailbox { 0x1000 + 8 * k as u64 } else { 0 },
+                ..AmdSignal::default()
+            })
+            .collect();
+        let len = all.len();
+        let first = NonNull::from(Box::leak(all)).cast::<AmdSignal>();
+        Signals { first, len }
+    }
+
+    fn ptr(&self, k: usize) -> NonNull<AmdSignal> {
+        assert!(k < self.len);
+        // SAFETY: k is within the leaked slice.
+        unsafe { self.first.add(k) }
     }
 
     fn handle(&self, k: usize) -> SignalHandle {
-        SignalHandle(&self.0[k] as *const AmdSignal as u64)
+        SignalHandle(self.ptr(k).as_ptr() as u64)
     }
 
     fn raw(&self, k: usize) -> RawSignal {
         // SAFETY: the signal lives (unmoved) as long as `self`, longer than every use in a
         // test; the processor and the test touch it only through atomics.
-        unsafe { RawSignal::from_ptr(NonNull::from(&self.0[k])) }
+        unsafe { RawSignal::from_ptr(self.ptr(k)) }
     }
 
     fn value(&self, k: usize) -> i64 {
@@ -202,7 +232,7 @@ impl ProcessorHost for Host<'_> {
         Err(crate::error!(Status::Error, "no agent functions"))
     }
     fn resolve_signal(&self, h: SignalHandle) -> Result<RawSignal> {
-        (0..self.signals.0.len())
+        (0..self.signals.len)
             .find(|&k| self.signals.handle(k) == h)
             .map(|k| self.signals.raw(k))
             .ok_or_else(|| crate::error!(Status::InvalidSignal, "signal {:#x}", h.0))
@@ -422,8 +452,8 @@ fn device_addresses_default_to_the_host_addresses() {
     let signals = Signals::new(&[], false);
     let host = Host::new(&signals);
     let mut q = Queue::new(false, SignalHandle::NULL);
-    let slots = &q._storage.slots as *const _ as u64;
-    let queue = &q._storage.queue as *const AmdQueue as u64;
+    let slots = q.storage.as_ptr() as u64;
+    let queue = slots + u64::from(SLOTS) * 64;
     for _ in 0..SLOTS + 2 {
         q.push(kernel(SignalHandle::NULL));
         assert_eq!(q.processor.process(&host, 8), Progress::Processed(1));
