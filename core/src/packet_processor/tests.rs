@@ -70,8 +70,9 @@ impl Queue {
         }
         boxed.queue.queue_inactive_signal = inactive;
         let storage = NonNull::from(Box::leak(boxed));
-        // SAFETY (both): in-bounds field projections of the live, leaked Storage.
+        // SAFETY: an in-bounds field projection of the live, leaked Storage (never null).
         let base = unsafe { NonNull::new_unchecked(&raw mut (*storage.as_ptr()).slots) };
+        // SAFETY: as for `base`.
         let queue = unsafe { NonNull::new_unchecked(&raw mut (*storage.as_ptr()).queue) };
         // SAFETY: the Storage lives until the Queue drops, after its ring, producer and
         // processor are last used; 64-byte aligned; 8 slots of 64 bytes; slot headers and the
