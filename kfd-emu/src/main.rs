@@ -198,6 +198,7 @@ fn run(o: Options) -> Result<std::io::Error, String> {
             hsa_linux::kfd::abi::KFD_IOCTL_MINOR_VERSION,
         ),
     )?;
+    sysfs::write_ip_discovery(&topology, &namespace::make_drm_class_dir()?)?;
     let helpers = Path::new(namespace::HELPER_DIR);
     let processors = std::thread::available_parallelism().map_or(1, |n| n.get());
     let cpuinfo = helpers.join("cpuinfo");

@@ -1,6 +1,6 @@
 //! The private mount namespace the command runs in: the KFD sysfs topology at
-//! `/sys/devices/virtual/kfd/kfd/topology`, amdgpu's `/sys/module/amdgpu`, a fixture
-//! `/proc/cpuinfo`, a fixture `/sys/devices/system/node` (libhsakmt reads CPU caches there)
+//! `/sys/devices/virtual/kfd/kfd/topology`, amdgpu's `/sys/module/amdgpu`, the render nodes'
+//! `ip_discovery` trees under a fixture `/sys/class/drm`, a fixture `/proc/cpuinfo`, a fixture `/sys/devices/system/node` (libhsakmt reads CPU caches there)
 //! and a directory of helper programs (`lsmod`).
 //!
 //! Root gets a new mount namespace (`unshare(CLONE_NEWNS)`); anyone else a new user
@@ -21,6 +21,8 @@ pub const KFD_DIR: &str = "/sys/devices/virtual/kfd";
 pub const TOPOLOGY_ROOT: &str = "/sys/devices/virtual/kfd/kfd/topology";
 /// amdgpu's module directory, where rocminfo 7 reads `initstate` and `version`.
 pub const MODULE_DIR: &str = "/sys/module/amdgpu";
+/// DRM's device class, where tinygrad reads `renderD<minor>/device/ip_discovery`.
+pub const DRM_CLASS_DIR: &str = "/sys/class/drm";
 /// The directory (in the namespace's tmpfs) of helper programs and fixtures.
 pub const HELPER_DIR: &str = "/sys/devices/virtual/kfd/kfd-emu";
 
@@ -177,6 +179,18 @@ pub fn make_module_dir() -> Result<PathBuf, String> {
     cover(MODULE_DIR)?;
     std::fs::create_dir_all(MODULE_DIR).map_err(|e| format!("{MODULE_DIR}: {e}"))?;
     Ok(PathBuf::from(MODULE_DIR))
+}
+
+/// Makes [`DRM_CLASS_DIR`] an empty, writable directory, the same way as
+/// [`make_topology_dir`] (the host's own DRM devices, if any, are hidden: the emulated GPUs'
+/// render nodes take their place).
+///
+/// # Errors
+/// The mount or directory that failed.
+pub fn make_drm_class_dir() -> Result<PathBuf, String> {
+    cover(DRM_CLASS_DIR)?;
+    std::fs::create_dir_all(DRM_CLASS_DIR).map_err(|e| format!("{DRM_CLASS_DIR}: {e}"))?;
+    Ok(PathBuf::from(DRM_CLASS_DIR))
 }
 
 /// A writable, empty `dir` in the namespace: a tmpfs over it when it exists; else a tmpfs

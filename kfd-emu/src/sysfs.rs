@@ -178,6 +178,58 @@ pub fn write_module(dir: &Path, interface_version: (u32, u32)) -> Result<(), Str
     )
 }
 
+/// Writes amdgpu's IP discovery tree of each GPU node under `drm_class` (the fixture over
+/// `/sys/class/drm`), as `amdgpu_discovery_sysfs_init` lays it out under the render node's
+/// device: `renderD<drm_render_minor>/device/ip_discovery/die/0/<hw_id>/0/` holding `hw_id`,
+/// `num_instance`, `major`, `minor`, `revision` (each `%d` and a newline) and `harvest`
+/// (`0x0`: nothing harvested), and beside `<hw_id>` a link named as amdgpu names the block
+/// (`GC` -> `11`). The blocks and versions are the target's row of
+/// [`target_ips`](hsa_emu::device::ip_discovery::target_ips), the table the render node's
+/// `AMDGPU_INFO_HW_IP_INFO` answer comes from (GC, SDMA0, NBIF: what tinygrad reads to choose
+/// its register tables). Only instance 0 of each block is written, and neither
+/// `num_base_addresses` nor `base_addr` (see that module: no kernel source gives every
+/// target's segment bases); `die/0/num_ips` is not written either (it counts the discovery
+/// binary's entries, which the emulated GPU has not). A GPU whose target has no row (RDNA),
+/// or whose render minor is negative, gets no tree; a render minor shared by two nodes
+/// (partitions of one device) is written once.
+///
+/// # Errors
+/// The path that could not be written.
+pub fn write_ip_discovery(topology: &Topology, drm_class: &Path) -> Result<(), String> {
+    let put = |path: &Path, text: &str| {
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    for node in &topology.nodes {
+        let p = &node.properties;
+        if p.simd_count == 0 || p.drm_render_minor < 0 {
+            continue;
+        }
+        let Some(ips) = hsa_emu::device::ip_discovery::target_ips(p.gfx_target_version) else {
+            continue;
+        };
+        let die = drm_class
+            .join(format!("renderD{}", p.drm_render_minor))
+            .join("device/ip_discovery/die/0");
+        if die.exists() {
+            continue;
+        }
+        for (hw_id, name, v) in ips.blocks() {
+            let d = die.join(hw_id.to_string()).join("0");
+            std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+            put(&d.join("hw_id"), &format!("{hw_id}\n"))?;
+            put(&d.join("num_instance"), "0\n")?;
+            put(&d.join("major"), &format!("{}\n", v.major))?;
+            put(&d.join("minor"), &format!("{}\n", v.minor))?;
+            put(&d.join("revision"), &format!("{}\n", v.revision))?;
+            put(&d.join("harvest"), "0x0\n")?;
+            let link = die.join(name);
+            std::os::unix::fs::symlink(hw_id.to_string(), &link)
+                .map_err(|e| format!("{}: {e}", link.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// The raw `heap_type` of a [`HeapType`] (`HSA_HEAPTYPE_*`).
 fn heap_type_raw(h: HeapType) -> u32 {
     match h {
@@ -386,6 +438,97 @@ mod tests {
             "1.11\n"
         );
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Reads back `major`, `minor`, `revision` of block `hw_id` of render node `minor`, the
+    /// files tinygrad reads, exactly as written.
+    fn ip_files(class: &Path, minor: i32, hw_id: u16) -> [String; 3] {
+        let d = class.join(format!(
+            "renderD{minor}/device/ip_discovery/die/0/{hw_id}/0"
+        ));
+        ["major", "minor", "revision"]
+            .map(|f| std::fs::read_to_string(d.join(f)).unwrap_or_else(|e| format!("{f}: {e}")))
+    }
+
+    /// gfx942: GC 9.4.3, SDMA 4.4.2, NBIO 7.9.0; gfx90a: GC 9.4.2, SDMA 4.4.0, NBIO 7.4.4
+    /// (amdgpu_discovery.c: the MI300 blocks' drivers, Aldebaran's table), each file the
+    /// decimal and a newline as `sysfs_emit("%d\n")` writes it; the other files of an
+    /// instance, the name links, and no tree for an RDNA profile.
+    #[test]
+    fn ip_discovery_tree_of_gfx942_and_gfx90a() {
+        let s = |a: [&str; 3]| a.map(String::from);
+        let d = tmp("ip-discovery-942");
+        let t = hsa_emu::device::builtin_topology_for(90402).unwrap();
+        write_ip_discovery(&t, &d).unwrap();
+        assert_eq!(ip_files(&d, 128, 11), s(["9\n", "4\n", "3\n"]));
+        assert_eq!(ip_files(&d, 128, 42), s(["4\n", "4\n", "2\n"]));
+        assert_eq!(ip_files(&d, 128, 108), s(["7\n", "9\n", "0\n"]));
+        let inst = d.join("renderD128/device/ip_discovery/die/0/42/0");
+        assert_eq!(std::fs::read_to_string(inst.join("hw_id")).unwrap(), "42\n");
+        assert_eq!(
+            std::fs::read_to_string(inst.join("num_instance")).unwrap(),
+            "0\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(inst.join("harvest")).unwrap(),
+            "0x0\n"
+        );
+        let die = d.join("renderD128/device/ip_discovery/die/0");
+        for (name, id) in [("GC", "11"), ("SDMA0", "42"), ("NBIF", "108")] {
+            assert_eq!(
+                std::fs::read_link(die.join(name)).unwrap(),
+                Path::new(id),
+                "{name}"
+            );
+        }
+        let mut names: Vec<_> = std::fs::read_dir(&die)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["108", "11", "42", "GC", "NBIF", "SDMA0"]);
+        let _ = std::fs::remove_dir_all(&d);
+
+        let d = tmp("ip-discovery-90a");
+        write_ip_discovery(&builtin_topology(), &d).unwrap();
+        assert_eq!(ip_files(&d, 128, 11), s(["9\n", "4\n", "2\n"]));
+        assert_eq!(ip_files(&d, 128, 42), s(["4\n", "4\n", "0\n"]));
+        assert_eq!(ip_files(&d, 128, 108), s(["7\n", "4\n", "4\n"]));
+        let _ = std::fs::remove_dir_all(&d);
+
+        let d = tmp("ip-discovery-1100");
+        let t = hsa_emu::device::builtin_topology_for(110000).unwrap();
+        write_ip_discovery(&t, &d).unwrap();
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Every GPU of every capture (MI25, MI210 x8, MI300X and MI308X partitions) gets its render
+    /// node's tree with its target's GC version.
+    #[test]
+    fn ip_discovery_tree_of_every_capture_gpu() {
+        let Some(roots) = hsa_test_support::shared::topology_dumps() else {
+            return;
+        };
+        for root in roots {
+            let mut t = Topology::read(&root).unwrap();
+            complete_capture(&mut t);
+            let d = tmp("ip-discovery-capture");
+            write_ip_discovery(&t, &d).unwrap();
+            for n in t.nodes.iter().filter(|n| n.properties.simd_count > 0) {
+                let p = &n.properties;
+                let want = hsa_emu::device::ip_discovery::target_ips(p.gfx_target_version)
+                    .unwrap()
+                    .gc;
+                assert_eq!(
+                    ip_files(&d, p.drm_render_minor, 11),
+                    [want.major, want.minor, want.revision].map(|v| format!("{v}\n")),
+                    "{}",
+                    root.display()
+                );
+            }
+            let _ = std::fs::remove_dir_all(&d);
+        }
     }
 
     #[test]

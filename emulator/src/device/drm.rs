@@ -26,6 +26,8 @@ use hsa_core::platform::HeapType;
 use hsa_linux::kfd::abi::{IOC_READ, IOC_WRITE};
 use hsa_linux::topology::TopologyNode;
 use rustix::io::Errno;
+
+use super::ip_discovery::IpVersion;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 use super::mem::UserMemory;
@@ -458,29 +460,13 @@ pub struct DrmAmdgpuInfoHwIp {
     pub ip_discovery_version: u32,
 }
 
-/// A hardware IP version: (major, minor, revision).
-type IpVersion = (u32, u32, u32);
-
-/// The GC and SDMA hardware IP versions (major, minor, revision) of a gfx9 target, by
-/// `gfx_target_version`, as amdgpu's IP discovery (or its table for older chips) sets them,
-/// and whether the GFX block has a graphics ring (the compute-only chips have none).
-fn gfx9_ip_versions(gfx_target_version: u32) -> Option<(IpVersion, IpVersion, bool)> {
-    Some(match gfx_target_version {
-        90000 => ((9, 0, 1), (4, 0, 0), true),  // gfx900: Vega10
-        90006 => ((9, 4, 0), (4, 2, 0), true),  // gfx906: Vega20
-        90008 => ((9, 4, 1), (4, 2, 2), false), // gfx908: Arcturus
-        90010 => ((9, 4, 2), (4, 4, 0), false), // gfx90a: Aldebaran
-        90012 => ((9, 3, 0), (4, 1, 2), true),  // gfx90c: Renoir
-        90402 => ((9, 4, 3), (4, 4, 2), false), // gfx942
-        _ => return None,
-    })
-}
-
 /// `AMDGPU_INFO_HW_IP_INFO` for `AMDGPU_HW_IP_*` type `ip`, instance `instance`, as
 /// `amdgpu_hw_ip_info` fills it: GFX (block 9.0, or 9.4.3 on GC 9.4.3; a ring only where the
 /// chip has graphics; IBs aligned to 32 bytes), COMPUTE (8 rings: amdgpu's default
 /// `amdgpu_num_kcq`), DMA (one ring per SDMA engine, IBs aligned 256/4; block 4.4.2 on SDMA
-/// 4.4.2, else 4.0), `ip_discovery_version` from the target's GC or SDMA version.
+/// 4.4.2, else 4.0), `ip_discovery_version` from the target's GC or SDMA version
+/// ([`target_ips`](super::ip_discovery::target_ips), the table kfd-emu's `ip_discovery`
+/// sysfs tree comes from too).
 ///
 /// # Errors
 /// `EINVAL` for an instance other than 0, an IP type [`hw_ip_count`] refuses, or a target
@@ -490,10 +476,13 @@ pub fn hw_ip_info(node: &TopologyNode, ip: u32, instance: u32) -> Result<DrmAmdg
     if instance != 0 {
         return Err(Errno::INVAL);
     }
-    let (gc, sdma, graphics) =
-        gfx9_ip_versions(node.properties.gfx_target_version).ok_or(Errno::INVAL)?;
-    let packed = |(a, b, c): IpVersion| a << 16 | b << 8 | c;
-    let gfx_block = if gc == (9, 4, 3) { (9, 4) } else { (9, 0) };
+    let ips =
+        super::ip_discovery::target_ips(node.properties.gfx_target_version).ok_or(Errno::INVAL)?;
+    let gfx_block = if ips.gc == IpVersion::new(9, 4, 3) {
+        (9, 4)
+    } else {
+        (9, 0)
+    };
     let mut info = DrmAmdgpuInfoHwIp::default();
     match ip {
         AMDGPU_HW_IP_GFX | AMDGPU_HW_IP_COMPUTE => {
@@ -501,19 +490,23 @@ pub fn hw_ip_info(node: &TopologyNode, ip: u32, instance: u32) -> Result<DrmAmdg
             info.ib_start_alignment = 32;
             info.ib_size_alignment = 32;
             info.available_rings = match ip {
-                AMDGPU_HW_IP_GFX => u32::from(graphics),
+                AMDGPU_HW_IP_GFX => u32::from(ips.graphics),
                 _ => 0xff,
             };
-            info.ip_discovery_version = packed(gc);
+            info.ip_discovery_version = ips.gc.packed();
         }
         _ => {
             (info.hw_ip_version_major, info.hw_ip_version_minor) =
-                if sdma == (4, 4, 2) { (4, 4) } else { (4, 0) };
+                if ips.sdma == IpVersion::new(4, 4, 2) {
+                    (4, 4)
+                } else {
+                    (4, 0)
+                };
             info.ib_start_alignment = 256;
             info.ib_size_alignment = 4;
             let n = hw_ip_count(node, ip)?.min(32);
             info.available_rings = if n == 32 { u32::MAX } else { (1 << n) - 1 };
-            info.ip_discovery_version = packed(sdma);
+            info.ip_discovery_version = ips.sdma.packed();
         }
     }
     Ok(info)

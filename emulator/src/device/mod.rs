@@ -110,6 +110,7 @@ mod events;
 pub mod fuzz;
 mod guarded;
 pub mod host_kernels;
+pub mod ip_discovery;
 mod interp;
 mod kernel;
 mod mem;
