@@ -89,14 +89,17 @@ fn raw(d: &EmulatedKfd, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
 const VRAM: u32 = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
 const GTT: u32 = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
 
+/// The emulated amdkfd speaks interface 1.14 (event age; the debugger API of 1.13 answered
+/// as amdkfd answers a process without a debugger).
 #[test]
-fn version_is_the_header_version() {
+fn version_is_1_14() {
     let d = dev();
     assert_eq!(d.name(), "emulated");
     let mut v = GetVersionArgs::default();
     plain_ioctl(&*d, &mut v).unwrap();
     assert_eq!(v.major_version, KFD_IOCTL_MAJOR_VERSION);
-    assert_eq!(v.minor_version, 11);
+    assert_eq!(v.minor_version, 14);
+    assert_eq!(hsa_emu::device::EMULATED_KFD_MINOR_VERSION, 14);
 }
 
 #[test]
@@ -730,6 +733,103 @@ fn wait_for_any_returns_when_any_event_is_set_and_consumes_what_fired() {
         Ok(KFD_IOC_WAIT_RESULT_COMPLETE)
     );
     assert_eq!(wait(&d, &with_m, true, 0), Ok(KFD_IOC_WAIT_RESULT_TIMEOUT));
+}
+
+/// WAIT_EVENTS on one entry carrying `last_event_age` `age` (`kfd_hsa_signal_event_data`,
+/// the union's first 8 bytes): the wait result and the age the entry holds afterwards.
+fn wait_with_age(d: &EmulatedKfd, id: u32, age: u64, timeout_ms: u32) -> (u32, u64) {
+    let mut data = [EventData {
+        event_id: id,
+        ..Default::default()
+    }];
+    data[0].union_data[..8].copy_from_slice(&age.to_ne_bytes());
+    let mut w = WaitEventsArgs {
+        events_ptr: data.as_mut_ptr() as u64,
+        num_events: 1,
+        wait_for_all: 0,
+        timeout: timeout_ms,
+        wait_result: 0xff,
+    };
+    // SAFETY: the event array is `data`, borrowed for the call, one entry long.
+    unsafe { d.ioctl(AMDKFD_IOC_WAIT_EVENTS, w.as_mut_bytes()) }.unwrap();
+    let back = u64::from_ne_bytes(data[0].union_data[..8].try_into().unwrap());
+    (w.wait_result, back)
+}
+
+/// Event age (interface 1.14, `kfd_events.c`): a signal event is born at age 1 and each set
+/// adds 1; a wait whose `last_event_age` differs from the event's age completes at once, even
+/// when the set it missed was consumed by another wait, and writes the age back; one whose
+/// age matches waits for the next set; age 0 waits as before 1.14 (and gets nothing back).
+#[test]
+fn wait_events_tracks_event_age() {
+    let d = dev();
+    let id = create_event(&d, KFD_IOC_EVENT_SIGNAL, true).event_id;
+    let set = || {
+        let mut s = SetEventArgs {
+            event_id: id,
+            pad: 0,
+        };
+        plain_ioctl(&*d, &mut s).unwrap();
+    };
+    let (complete, timeout) = (KFD_IOC_WAIT_RESULT_COMPLETE, KFD_IOC_WAIT_RESULT_TIMEOUT);
+    // Not set yet: the caller's age 1 is the event's.
+    assert_eq!(wait_with_age(&d, id, 1, 0), (timeout, 1));
+    set();
+    // Set once since age 1: complete, age 2 back.
+    assert_eq!(wait_with_age(&d, id, 1, 0), (complete, 2));
+    // Nothing new since age 2.
+    assert_eq!(wait_with_age(&d, id, 2, 0), (timeout, 2));
+    // Set and consumed by an age-less wait: a caller still at age 2 learns of it.
+    set();
+    assert_eq!(wait(&d, &[id], false, 0), Ok(complete));
+    assert_eq!(wait_with_age(&d, id, 2, 0), (complete, 3));
+    // A stale age completes again (the set is not consumed by age); age 0 sees nothing set.
+    assert_eq!(wait_with_age(&d, id, 1, 0), (complete, 3));
+    assert_eq!(wait_with_age(&d, id, 0, 0), (timeout, 0));
+    // A set while the caller waits at its current age ends that wait with the new age.
+    std::thread::scope(|sc| {
+        let waiter = sc.spawn(|| wait_with_age(&d, id, 3, u32::MAX));
+        std::thread::sleep(Duration::from_millis(30));
+        set();
+        assert_eq!(waiter.join().unwrap(), (complete, 4));
+    });
+}
+
+/// RUNTIME_ENABLE as amdkfd runs it for a process without a debugger: enable once (`EBUSY`
+/// the second time), disable always succeeds, `EEXIST` once the process has a queue; the
+/// argument comes back as given. DBG_TRAP (0x26, 1.13) is `EINVAL` whatever the operation,
+/// as amdkfd under `sched_policy=2` answers it.
+#[test]
+fn runtime_enable_and_dbg_trap_answer_as_amdkfd() {
+    let d = dev();
+    let run = |mode_mask: u32| {
+        let mut a = RuntimeEnableArgs {
+            r_debug: 0,
+            mode_mask,
+            capabilities_mask: 0x5a,
+        };
+        let r = raw(&d, AMDKFD_IOC_RUNTIME_ENABLE, a.as_mut_bytes());
+        assert_eq!(a.capabilities_mask, 0x5a);
+        r
+    };
+    let enable = KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK | KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK;
+    assert_eq!(run(enable), Ok(()));
+    assert_eq!(run(enable), Err(Errno::BUSY));
+    // tinygrad's call (mode_mask 0) disables it.
+    assert_eq!(run(0), Ok(()));
+    assert_eq!(run(0), Ok(()));
+    assert_eq!(run(enable), Ok(()));
+    let mut dbg = [0u8; 32];
+    for op in [0u32, 1, 2, 5, 14, 99] {
+        dbg[..4].copy_from_slice(&std::process::id().to_ne_bytes());
+        dbg[4..8].copy_from_slice(&op.to_ne_bytes());
+        assert_eq!(
+            raw(&d, hsa_emu::device::AMDKFD_IOC_DBG_TRAP, &mut dbg),
+            Err(Errno::INVAL),
+            "op {op}"
+        );
+    }
+    assert_eq!(hsa_emu::device::AMDKFD_IOC_DBG_TRAP, 0xc020_4b26);
 }
 
 /// As `kfd_wait_on_events`: a wait on an event that is destroyed while it waits ends with

@@ -426,6 +426,30 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_memory_event() {
     plain_ioctl(&*s.d, &mut v).unwrap();
 }
 
+/// RUNTIME_ENABLE once the process has a queue is `EEXIST` (amdkfd's `runtime_enable`:
+/// "user queues already active"); disabling still succeeds, and with the queue gone enabling
+/// works.
+#[test]
+fn runtime_enable_after_a_queue_is_eexist() {
+    let s = setup();
+    let run = |mode_mask: u32| {
+        let mut a = RuntimeEnableArgs {
+            mode_mask,
+            ..Default::default()
+        };
+        // SAFETY: the argument carries no pointer the device follows (r_debug is 0).
+        unsafe { s.d.ioctl(AMDKFD_IOC_RUNTIME_ENABLE, a.as_mut_bytes()) }
+    };
+    assert_eq!(run(KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK), Err(Errno::EXIST));
+    assert_eq!(run(0), Ok(()));
+    let mut q = DestroyQueueArgs {
+        queue_id: s.queue_id,
+        pad: 0,
+    };
+    plain_ioctl(&*s.d, &mut q).unwrap();
+    assert_eq!(run(KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK), Ok(()));
+}
+
 #[test]
 fn create_queue_checks_its_arguments() {
     let s = setup();

@@ -195,7 +195,7 @@ fn run(o: Options) -> Result<std::io::Error, String> {
         &namespace::make_module_dir()?,
         (
             hsa_linux::kfd::abi::KFD_IOCTL_MAJOR_VERSION,
-            hsa_linux::kfd::abi::KFD_IOCTL_MINOR_VERSION,
+            hsa_emu::device::EMULATED_KFD_MINOR_VERSION,
         ),
     )?;
     sysfs::write_ip_discovery(&topology, &namespace::make_drm_class_dir()?)?;

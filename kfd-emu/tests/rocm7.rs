@@ -179,7 +179,7 @@ fn rocminfo7_on_rocr7_under_kfd_emu() {
         let version = format!(
             "ROCk module version {}.{} is loaded",
             hsa_linux::kfd::abi::KFD_IOCTL_MAJOR_VERSION,
-            hsa_linux::kfd::abi::KFD_IOCTL_MINOR_VERSION
+            hsa_emu::device::EMULATED_KFD_MINOR_VERSION
         );
         assert!(stdout.contains(&version), "{profile}: {stdout}");
         assert!(stdout.contains(isa), "{profile}: {stdout}");

@@ -7,7 +7,7 @@
 //! command's name and amdkfd's flags. A handler takes the device and the argument as its
 //! `kfd_ioctl.h` struct ([`hsa_linux::kfd::abi`]) and lives in the module of the object it
 //! acts on: [`process`](super::process) (version, apertures, memory policy, scratch, trap
-//! handler, tile config, XNACK, runtime enable), [`clock`](super::clock), [`events`](super::events),
+//! handler, tile config, XNACK, runtime enable, debug trap), [`clock`](super::clock), [`events`](super::events),
 //! [`memory`](super::memory), [`dmabuf`](super::dmabuf), [`queue_manager`](super::queue_manager)
 //! (compute queues, CU masks), [`sdma`](super::sdma) (SDMA queues) and [`svm`](super::svm)
 //! (SVM ranges; its argument is the request's whole buffer, head and attributes). Adding an ioctl is one
@@ -28,6 +28,8 @@ use rustix::io::Errno;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use hsa_linux::kfd::abi::*;
+
+use super::process::AMDKFD_IOC_DBG_TRAP;
 
 use super::{clock, dmabuf, events, lock, memory, process, queue_manager, svm, Device};
 use super::{EVENT_PAGE_BYTES, PAGE_BYTES};
@@ -132,6 +134,7 @@ pub static AMDKFD_IOCTLS: [Option<AmdkfdIoctlDesc>; AMDKFD_COMMAND_END as usize]
     amdkfd_ioctl_def!(AMDKFD_IOC_AVAILABLE_MEMORY, memory::available_memory, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_EXPORT_DMABUF, dmabuf::export_dmabuf, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_RUNTIME_ENABLE, process::runtime_enable, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_DBG_TRAP, process::dbg_trap, 0),
 ];
 
 /// The row of ioctl number `nr` in [`AMDKFD_IOCTLS`]; `None` for a number this device does not
@@ -252,7 +255,8 @@ mod tests {
 
     /// Every row sits at its command's number, is a `'K'` command whose size is its argument
     /// struct's, and is named after it; the rows are the commands this device emulated before
-    /// the table (the two tables it replaced listed these 26 numbers) and SVM (0x20).
+    /// the table (the two tables it replaced listed these 26 numbers), SVM (0x20) and
+    /// DBG_TRAP (0x26).
     #[test]
     fn rows_sit_at_their_numbers_and_name_their_commands() {
         let mut numbers = Vec::new();
@@ -268,9 +272,11 @@ mod tests {
             numbers,
             [
                 0x01, 0x02, 0x03, 0x04, 0x05, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x11, 0x12, 0x13,
-                0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1D, 0x20, 0x21, 0x23, 0x24, 0x25
+                0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1D, 0x20, 0x21, 0x23, 0x24, 0x25, 0x26
             ]
         );
+        // _IOWR('K', 0x26, 32 bytes), gcc over kfd_ioctl.h 1.17.
+        assert_eq!(amdkfd_ioctl(0x26).unwrap().cmd, 0xc020_4b26);
         // _IOWR('K', 0x20, 24 bytes: the head alone), from kfd_ioctl.h.
         assert_eq!(AMDKFD_IOC_SVM, 0xc018_4b20);
         let row = amdkfd_ioctl(0x13).unwrap();

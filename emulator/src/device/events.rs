@@ -82,6 +82,20 @@ pub(crate) struct Event {
     /// exception data of a memory event, hardware exception data of a hardware-exception
     /// event; zeros until then).
     pub(crate) data: [u8; 32],
+    /// How many times it was set, from 1 (`kfd_event.event_age`, interface 1.14): a
+    /// `WAIT_EVENTS` entry of a signal event carrying another non-zero `last_event_age` is
+    /// satisfied at once, and a completed wait writes the age back. Never 0 (0 in a
+    /// `last_event_age` means "no age": the wait of interfaces before 1.14).
+    pub(crate) age: u64,
+}
+
+/// An event's age after one more set, as `set_event` counts it: never wrapping back to 0
+/// (no age) or 1 (a new event's age), but to 2.
+fn next_age(age: u64) -> u64 {
+    match age.wrapping_add(1) {
+        0 => 2,
+        a => a,
+    }
 }
 
 /// A thread blocked in `WAIT_EVENTS` (amdkfd's `kfd_event_waiter`s of one wait, one per
@@ -193,6 +207,7 @@ impl Events {
         for (&id, ev) in self.table.iter_mut() {
             if ev.event_type == event_type {
                 ev.signaled = true;
+                ev.age = next_age(ev.age);
                 ev.data = data;
                 set.push(id);
             }
@@ -207,6 +222,7 @@ impl Events {
     pub(crate) fn set(&mut self, id: u32) {
         if let Some(ev) = self.table.get_mut(&id) {
             ev.signaled = true;
+            ev.age = next_age(ev.age);
             self.wake(id);
         }
     }
@@ -324,6 +340,7 @@ pub(crate) fn create_event(device: &Arc<Device>, a: &mut CreateEventArgs) -> Res
                 signaled: false,
                 slot: None,
                 data: [0; 32],
+                age: 1,
             },
         );
         a.event_id = id;
@@ -353,6 +370,7 @@ pub(crate) fn create_event(device: &Arc<Device>, a: &mut CreateEventArgs) -> Res
             signaled: false,
             slot: Some(slot),
             data: [0; 32],
+            age: 1,
         },
     );
     a.event_id = slot;
@@ -397,7 +415,11 @@ pub(crate) fn reset_event(device: &Arc<Device>, a: &mut ResetEventArgs) -> Resul
 /// one (or, with `wait_for_all`, every) event is set (`KFD_IOC_WAIT_RESULT_COMPLETE`, the
 /// exception data of memory and hardware-exception events copied back), at the timeout in
 /// ms (`_TIMEOUT`; `u32::MAX` waits forever), or with `EIO` and `_FAIL` when one of the
-/// events is destroyed meanwhile.
+/// events is destroyed meanwhile. Event age (interface 1.14, `kfd_hsa_signal_event_data`):
+/// an entry of a signal event whose `last_event_age` is not 0 counts as set when the event's
+/// age differs from it (set since the caller last saw it, even if that set was consumed by
+/// another wait or an auto-reset), and a completed wait writes the event's age back into it;
+/// a `last_event_age` of 0 waits as before 1.14.
 pub(crate) fn wait_events(device: &Arc<Device>, a: &mut WaitEventsArgs) -> Result<(), Errno> {
     if a.num_events > KFD_SIGNAL_EVENT_LIMIT {
         return Err(Errno::INVAL);
@@ -406,14 +428,17 @@ pub(crate) fn wait_events(device: &Arc<Device>, a: &mut WaitEventsArgs) -> Resul
     if !raw.is_empty() {
         device.user.read(a.events_ptr, &mut raw)?;
     }
-    let ids: Vec<u32> = raw
+    // Each entry's event id and, for a signal event, the `last_event_age` of its union
+    // (`kfd_hsa_signal_event_data`, bytes 0..8; 0: no age).
+    let (ids, last_ages): (Vec<u32>, Vec<u64>) = raw
         .chunks_exact(size_of::<EventData>())
         .map(|c| {
-            EventData::read_from_bytes(c)
-                .map(|d| d.event_id)
-                .unwrap_or(u32::MAX)
+            EventData::read_from_bytes(c).map_or((u32::MAX, 0), |d| {
+                let age = u64::from_ne_bytes(d.union_data[..8].try_into().unwrap_or([0; 8]));
+                (d.event_id, age)
+            })
         })
-        .collect();
+        .unzip();
     let deadline = (a.timeout != u32::MAX)
         .then(|| Instant::now() + Duration::from_millis(u64::from(a.timeout)));
     let mut ev = lock(&device.events);
@@ -424,18 +449,31 @@ pub(crate) fn wait_events(device: &Arc<Device>, a: &mut WaitEventsArgs) -> Resul
     }
     // Woken by its own events only (set, signalled by type, or destroyed), as amdkfd's
     // waiter on each event's wait queue; unregistered on every way out.
+    // init_event_waiter: a signal event's entry with a non-zero last_event_age other than
+    // the event's age is satisfied from the start (it was set since the caller last saw it).
+    let ages: Vec<Option<u64>> = ids
+        .iter()
+        .zip(&last_ages)
+        .map(|(id, &last)| {
+            let e = ev.table.get(id)?;
+            (e.event_type == KFD_IOC_EVENT_SIGNAL && last != 0).then_some(last)
+        })
+        .collect();
     let (key, cv) = ev.add_waiter(&ids);
-    let r = wait_events_registered(device, a, &ids, deadline, ev, key, &cv);
+    let r = wait_events_registered(device, a, &ids, &ages, deadline, ev, key, &cv);
     lock(&device.events).remove_waiter(key);
     r
 }
 
 /// The loop of [`wait_events`] once its waiter `key` (sleeping on `cv`) is registered; `ev`
-/// is the locked event table.
+/// is the locked event table; `ages[i]` the `last_event_age` of entry `i` when it is a signal
+/// event's and not 0 (its age is then tracked).
+#[allow(clippy::too_many_arguments)]
 fn wait_events_registered(
     device: &Device,
     a: &mut WaitEventsArgs,
     ids: &[u32],
+    ages: &[Option<u64>],
     deadline: Option<Instant>,
     mut ev: MutexGuard<'_, Events>,
     key: WaiterKey,
@@ -451,8 +489,9 @@ fn wait_events_registered(
                 return Err(Errno::IO);
             }
             ev.poll_slot(id);
-            if let Some(e) = ev.table.get(&id).filter(|e| e.signaled) {
-                fired.push((i, e.event_type, e.data));
+            let aged = |e: &Event| ages[i].is_some_and(|last| last != e.age);
+            if let Some(e) = ev.table.get(&id).filter(|e| e.signaled || aged(e)) {
+                fired.push((i, e.event_type, e.data, e.age));
             }
         }
         let done = if a.wait_for_all != 0 {
@@ -470,11 +509,14 @@ fn wait_events_registered(
             }
             drop(ev);
             // copy_signaled_event_data: the exception data of each memory or
-            // hardware-exception event that fired goes back into its entry's union.
-            for (i, event_type, data) in fired {
+            // hardware-exception event that fired goes back into its entry's union, and the
+            // age of each signal event whose age the caller tracks.
+            for (i, event_type, data, age) in fired {
+                let age = age.to_ne_bytes();
                 let bytes = match event_type {
                     KFD_IOC_EVENT_MEMORY => &data[..],
                     KFD_IOC_EVENT_HW_EXCEPTION => &data[..16],
+                    KFD_IOC_EVENT_SIGNAL if ages[i].is_some() => &age[..],
                     _ => continue,
                 };
                 let at = a.events_ptr + (i * size_of::<EventData>()) as u64;
@@ -518,6 +560,7 @@ mod tests {
             signaled: false,
             slot: None,
             data: [0; 32],
+            age: 1,
         }
     }
 

@@ -16,7 +16,7 @@
 //!   is `ENOTTY`; a number outside it (0, or from [`AMDKFD_COMMAND_END`] on: among them the
 //!   ROCm 5.x kernels' own 0x80 range) is `EINVAL`, as `kfd_ioctl` answers it.
 //! - The handlers live by object: `process` (version, apertures, memory policy, scratch,
-//!   ACQUIRE_VM, trap handler, tile config, XNACK, RUNTIME_ENABLE), `clock`
+//!   ACQUIRE_VM, trap handler, tile config, XNACK, RUNTIME_ENABLE, DBG_TRAP), `clock`
 //!   (GET_CLOCK_COUNTERS and the GPU clock every engine reads), `events`, `memory` (buffer
 //!   objects), `dmabuf`, `queue_manager` (queues, CU masks), `sdma` (SDMA queues and their
 //!   engine), [`drm`] (the render node). A new ioctl is one table row and one handler.
@@ -81,11 +81,15 @@
 //!
 //! Emulation limits (said aloud): `UPDATE_QUEUE` cannot move a queue to another ring
 //! (`EINVAL`); a ring smaller than 1024 bytes is `EINVAL` (the kernel clamps it); ACQUIRE_VM is
-//! not required before allocating; SVM, CRIU and debugger ioctls are `ENOTTY`.
+//! not required before allocating; CRIU, SMI events, GWS, queue wave state and
+//! GET_DMABUF_INFO are `ENOTTY` (no row); DBG_TRAP is `EINVAL`, as amdkfd answers it under
+//! `sched_policy=2` (no debugger). The interface version is
+//! [`EMULATED_KFD_MINOR_VERSION`] (1.14; its docs say what each minor past 1.11 needs here
+//! and what stops it going higher).
 
 use std::collections::{BTreeMap, HashMap};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use crate::gfx9::Gfx9Target;
@@ -110,8 +114,8 @@ mod events;
 pub mod fuzz;
 mod guarded;
 pub mod host_kernels;
-pub mod ip_discovery;
 mod interp;
+pub mod ip_discovery;
 mod kernel;
 mod mem;
 mod memory;
@@ -139,7 +143,9 @@ pub use hsa_linux::kfd::abi::{
 pub use interp::run_kernel_dispatch;
 pub use kernel::DispatchContext;
 pub use memory::MAX_MAP_DEVICES;
-pub use process::{MACRO_TILE_MODE_ENTRIES, TILE_MODE_ENTRIES};
+pub use process::{
+    AMDKFD_IOC_DBG_TRAP, EMULATED_KFD_MINOR_VERSION, MACRO_TILE_MODE_ENTRIES, TILE_MODE_ENTRIES,
+};
 pub use profile::{
     builtin_profile, builtin_topology, builtin_topology_for, complete_capture, BUILTIN_GPU_ID,
     BUILTIN_PROFILES, BUILTIN_SYSTEM_BYTES, BUILTIN_VRAM_BYTES,
@@ -337,6 +343,9 @@ pub(crate) struct Device {
     ioctls: AtomicU64,
     faults: Mutex<Vec<(u64, Errno)>>,
     xnack: AtomicI32,
+    /// Whether the runtime is enabled (`RUNTIME_ENABLE` with `KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK`
+    /// and no disable since: amdkfd's `runtime_info.runtime_state`).
+    runtime_enabled: AtomicBool,
     /// The process's SVM ranges (`AMDKFD_IOC_SVM`).
     svm: Mutex<svm::SvmRanges>,
     /// 0 = Interpret, 1 = HostOnly.
@@ -572,6 +581,7 @@ impl EmulatedKfd {
                 ioctls: AtomicU64::new(0),
                 faults: Mutex::new(Vec::new()),
                 xnack: AtomicI32::new(0),
+                runtime_enabled: AtomicBool::new(false),
                 svm: Mutex::new(svm::SvmRanges::default()),
                 mode: AtomicU8::new(mode_code(mode)),
                 threads: AtomicUsize::new(default_threads()),
@@ -935,7 +945,7 @@ mod tests {
         let d = dev();
         let mut v = GetVersionArgs::default();
         plain_ioctl(&*d, &mut v).unwrap();
-        assert_eq!((v.major_version, v.minor_version), (1, 11));
+        assert_eq!((v.major_version, v.minor_version), (1, 14));
         let mut short = [0u8; 4];
         assert_eq!(
             raw(&d, AMDKFD_IOC_GET_VERSION, &mut short),
@@ -951,10 +961,10 @@ mod tests {
         // answer comes back even when the request's direction says write-only (the table's
         // command is _IOR). The emulated device used to answer ENOTTY.
         assert_eq!(raw(&d, ioc(IOC_READ, b'Q', 0x01, 8), &mut x), Ok(()));
-        assert_eq!(x, [1, 0, 0, 0, 11, 0, 0, 0]);
+        assert_eq!(x, [1, 0, 0, 0, 14, 0, 0, 0]);
         let mut y = [0u8; 8];
         assert_eq!(raw(&d, ioc(IOC_WRITE, 0, 0x01, 8), &mut y), Ok(()));
-        assert_eq!(y, [1, 0, 0, 0, 11, 0, 0, 0]);
+        assert_eq!(y, [1, 0, 0, 0, 14, 0, 0, 0]);
         assert_eq!(d.ioctl_count(), 5);
     }
 

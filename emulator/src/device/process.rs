@@ -19,11 +19,55 @@ pub const TILE_MODE_ENTRIES: u32 = 32;
 /// Entries of amdgpu's macro-tile-mode array (`adev->gfx.config.macrotile_mode_array`).
 pub const MACRO_TILE_MODE_ENTRIES: u32 = 16;
 
+/// The `KFD_IOCTL_MINOR_VERSION` this device answers `GET_VERSION` with (major
+/// [`KFD_IOCTL_MAJOR_VERSION`], 1): the interface whose promises it keeps. Past 1.11
+/// (`kfd_ioctl.h`'s history; what clients do with each, see `docs/kfd-interface-version.md`):
+/// - 1.12, `EXPORT_DMABUF`: served ([`dmabuf`](super::dmabuf)).
+/// - 1.13, the debugger API: `RUNTIME_ENABLE` as amdkfd runs it for a process no debugger
+///   attached to ([`runtime_enable`]); `DBG_TRAP` as amdkfd answers it under
+///   `sched_policy=2` (`KFD_SCHED_POLICY_NO_HWS`, the emulated CP maps each queue itself,
+///   with no scheduler firmware): `EINVAL` for every operation ([`dbg_trap`]).
+/// - 1.14, event age: `WAIT_EVENTS` tracks `last_event_age` ([`events`](super::events)).
+///
+/// Not higher: 1.15 promises that `DRM_IOCTL_AMDGPU_GEM_VA` manages mappings in the
+/// compute VM, and the emulated render node refuses `GEM_VA` (`EINVAL`); 1.16's
+/// contiguous-VRAM flag and 1.17's `KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID` (which ROCR 7 uses on
+/// gfx94x from 1.17) are not served either.
+pub const EMULATED_KFD_MINOR_VERSION: u32 = 14;
+
+/// `AMDKFD_IOC_DBG_TRAP`: `_IOWR('K', 0x26, struct kfd_ioctl_dbg_trap_args)`, 32 bytes
+/// (`kfd_ioctl.h` 1.13+; gcc over the 1.17 header gives 0xc0204b26).
+pub const AMDKFD_IOC_DBG_TRAP: u32 = ioc(IOC_READ | IOC_WRITE, AMDKFD_IOCTL_BASE, 0x26, 32);
+
+/// `kfd_ioctl_dbg_trap_args`: `pid`, `op` and a 24-byte union of the operations' arguments
+/// (kept as bytes: no operation is run here).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    zerocopy::FromBytes,
+    IntoBytes,
+    zerocopy::Immutable,
+    zerocopy::KnownLayout,
+)]
+#[repr(C)]
+pub(crate) struct DbgTrapArgs {
+    /// To KFD: the process to debug.
+    pub(crate) pid: u32,
+    /// To KFD: `KFD_IOC_DBG_TRAP_*`.
+    pub(crate) op: u32,
+    /// The operation's arguments.
+    pub(crate) data: [u64; 3],
+}
+
+const _: () = assert!(size_of::<DbgTrapArgs>() == 32);
+
 /// `GET_VERSION`: the interface version this device models ([`KFD_IOCTL_MAJOR_VERSION`],
-/// [`KFD_IOCTL_MINOR_VERSION`]).
+/// [`EMULATED_KFD_MINOR_VERSION`]).
 pub(crate) fn get_version(_device: &Arc<Device>, a: &mut GetVersionArgs) -> Result<(), Errno> {
     a.major_version = KFD_IOCTL_MAJOR_VERSION;
-    a.minor_version = KFD_IOCTL_MINOR_VERSION;
+    a.minor_version = EMULATED_KFD_MINOR_VERSION;
     Ok(())
 }
 
@@ -151,11 +195,34 @@ pub(crate) fn set_xnack_mode(device: &Arc<Device>, a: &mut SetXnackModeArgs) -> 
     Ok(())
 }
 
-/// `RUNTIME_ENABLE`: accepted, with no debugger capabilities (`capabilities_mask` 0).
-pub(crate) fn runtime_enable(
-    _device: &Arc<Device>,
-    a: &mut RuntimeEnableArgs,
-) -> Result<(), Errno> {
-    a.capabilities_mask = 0;
+/// `RUNTIME_ENABLE` as `kfd_ioctl_runtime_enable` runs it for a process no debugger is
+/// attached to (the emulated amdkfd has none: [`dbg_trap`]): with
+/// `KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK`, `EBUSY` when the runtime is already enabled and
+/// `EEXIST` when the process has queues, else the runtime is enabled (the TTMP setup bit
+/// asks for what the emulated GPU always does: trap temporaries are set up for every wave);
+/// without it, the runtime is disabled (always succeeds). The argument comes back as given
+/// (amdkfd writes none of it, `capabilities_mask` included).
+pub(crate) fn runtime_enable(device: &Arc<Device>, a: &mut RuntimeEnableArgs) -> Result<(), Errno> {
+    if a.mode_mask & KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK == 0 {
+        device.runtime_enabled.store(false, Ordering::SeqCst);
+        return Ok(());
+    }
+    // Under the queue table's lock: no queue is created between the check and the enable.
+    let queues = lock(&device.queues);
+    if device.runtime_enabled.load(Ordering::SeqCst) {
+        return Err(Errno::BUSY);
+    }
+    if !queues.is_empty() {
+        return Err(Errno::EXIST);
+    }
+    device.runtime_enabled.store(true, Ordering::SeqCst);
     Ok(())
+}
+
+/// `DBG_TRAP` as `kfd_ioctl_set_debug_trap` answers it when amdkfd runs with
+/// `sched_policy=2` (`KFD_SCHED_POLICY_NO_HWS`): `EINVAL` for every operation and process,
+/// before anything else is looked at ("Debugging does not support sched_policy 2"). The
+/// emulated device has no debugger: no wave can be halted, single-stepped or watched.
+pub(crate) fn dbg_trap(_device: &Arc<Device>, _a: &mut DbgTrapArgs) -> Result<(), Errno> {
+    Err(Errno::INVAL)
 }
