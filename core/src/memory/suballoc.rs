@@ -588,7 +588,9 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
             fl0 * SECOND_LEVEL_LISTS + sl0,
             fl1 * SECOND_LEVEL_LISTS + sl1,
         );
-        for k in start..=end.min(FIRST_LEVEL_CLASSES * SECOND_LEVEL_LISTS - 1) {
+        // `end` needs no clamp: `mapping_search` gives first levels up to 60 (64-bit sizes),
+        // and the overflow default above is the last list.
+        for k in start..=end {
             let (fl, sl) = (k / SECOND_LEVEL_LISTS, k % SECOND_LEVEL_LISTS);
             if self.sl_bitmap[fl] & (1 << sl) == 0 {
                 continue;
@@ -975,6 +977,91 @@ mod tests {
     }
 
     #[test]
+    fn the_exact_class_scan_starts_at_the_requests_own_list() {
+        // Unit 1, so the smallest classes hold blocks. A 3-byte request aligned to 8 needs
+        // 3 + 7 = 10 bytes for good fit (list (0, 10)); the only free block is 5 bytes at 8,
+        // in list (0, 5), between the request's own list (0, 3) and good fit's: only the
+        // scan from (0, 3) finds it.
+        let mut sa = Sa::new(1).unwrap();
+        sa.add_range(8, 5).unwrap();
+        assert_eq!(sa.allocate(3, 8, 0).map(|g| g.addr), Ok(8));
+        // The same on the first level 1: a 20-byte request aligned to 8 (good fit 27, list
+        // (1, 11)); the block is 20 bytes, alone in the request's own list (1, 4).
+        assert_eq!(mapping_insert(20), (1, 4));
+        let mut sa = Sa::new(1).unwrap();
+        sa.add_range(0x40, 20).unwrap();
+        assert_eq!(sa.allocate(20, 8, 0).map(|g| g.addr), Ok(0x40));
+        sa.check_invariants();
+    }
+
+    #[test]
+    fn good_fit_asks_for_the_size_plus_the_alignment_slack() {
+        // Unit 64: a 64-byte request aligned to 64 needs 64 + 64 - 64 = 64 bytes, so good fit
+        // looks in the 64-byte block's own list (3, 0) and takes it, not the larger block
+        // elsewhere that a larger (or smaller) slack would send it to.
+        let mut sa = Sa::new(64).unwrap();
+        sa.add_range(0x8000, 0x400).unwrap();
+        sa.add_range(0x1000, 64).unwrap();
+        assert_eq!(mapping_search(64), Some((3, 0)));
+        assert_eq!(sa.allocate(64, 64, 0).map(|g| g.addr), Ok(0x1000));
+        assert_eq!(sa.allocate(64, 64, 0).map(|g| g.addr), Ok(0x8000));
+        sa.check_invariants();
+    }
+
+    #[test]
+    fn a_request_too_large_for_any_list_is_no_room_not_a_panic() {
+        // Good fit's rounding overflows (`mapping_search` -> None); the scan then runs from
+        // the request's class to the last list.
+        let mut sa = Sa::new(16).unwrap();
+        sa.add_range(0, 0x1000).unwrap();
+        for size in [u64::MAX - 0xfff, 1 << 63, (1 << 63) + (1 << 59)] {
+            assert_eq!(
+                sa.allocate(size, 16, 0),
+                Err(SubAllocError::NoRoom),
+                "{size:#x}"
+            );
+        }
+        assert_eq!(mapping_search(u64::MAX - 0xfff), None);
+        assert_eq!(sa.stats().in_use_bytes, 0);
+        sa.check_invariants();
+    }
+
+    #[test]
+    fn ranges_may_touch_but_not_overlap() {
+        let mut sa = Sa::new(16).unwrap();
+        sa.add_range(0x1000, 0x1000).unwrap();
+        // Adjacent on either side: fine, and they stay separate ranges.
+        let above = sa.add_range(0x2000, 0x1000).unwrap();
+        let below = sa.add_range(0x800, 0x800).unwrap();
+        assert_eq!(sa.range_bounds(above), Some((0x2000, 0x1000)));
+        assert_eq!(sa.range_bounds(below), Some((0x800, 0x800)));
+        assert_eq!(sa.stats().largest_free_bytes, 0x1000);
+        // One unit into a neighbour: refused.
+        assert_eq!(sa.add_range(0x2ff0, 0x20), Err(SubAllocError::Overlap));
+        assert_eq!(sa.add_range(0x7f0, 0x20), Err(SubAllocError::Overlap));
+        assert_eq!(sa.stats().ranges, 3);
+    }
+
+    #[test]
+    fn a_range_whose_first_block_is_free_but_short_is_busy() {
+        // [a free][b live][tail free]: the first block is free but is not the whole range.
+        let mut sa = Sa::new(16).unwrap();
+        let r = sa.add_range(0x1000, 0x1000).unwrap();
+        let a = sa.allocate(0x100, 16, 1).unwrap();
+        let b = sa.allocate(0x100, 16, 2).unwrap();
+        assert_eq!((a.addr, b.addr), (0x1000, 0x1100));
+        sa.free(a.addr).unwrap();
+        assert_eq!(sa.remove_range(r), Err(SubAllocError::RangeBusy));
+        assert_eq!(sa.get(b.addr).map(|f| f.data), Some(2));
+        let live: StdVec<_> = sa.allocations().collect();
+        assert_eq!(live, [(0x1100, 0x100, r)]);
+        sa.free(b.addr).unwrap();
+        assert_eq!(sa.allocations().count(), 0);
+        assert_eq!(sa.remove_range(r), Ok((0x1000, 0x1000)));
+        sa.check_invariants();
+    }
+
+    #[test]
     fn addresses_far_from_any_mapping_are_never_touched() {
         // The sub-allocator only does arithmetic: an unmapped range works.
         let mut sa = Sa::new(4096).unwrap();
@@ -1180,7 +1267,24 @@ mod tests {
                                 }
                                 live.push((g.addr, g.size));
                             }
-                            Err(e) => prop_assert_eq!(e, SubAllocError::NoRoom),
+                            Err(e) => {
+                                prop_assert_eq!(e, SubAllocError::NoRoom);
+                                // Computed here from the ranges and the live set: no free
+                                // gap holds the aligned request.
+                                let (unit, align) = (64, align.max(64));
+                                let need = size.div_ceil(unit) * unit;
+                                let mut taken = live.clone();
+                                taken.sort_unstable();
+                                for (rb, rs) in ranges {
+                                    let mut at = rb;
+                                    let ends = taken.iter().filter(|l| l.0 >= rb && l.0 < rb + rs);
+                                    for gap_end in ends.map(|l| l.0).chain([rb + rs]) {
+                                        let start = at.div_ceil(align) * align;
+                                        prop_assert!(start + need > gap_end, "NoRoom with room at {start:#x}");
+                                        at = taken.iter().find(|l| l.0 == gap_end).map_or(gap_end, |l| l.0 + l.1);
+                                    }
+                                }
+                            }
                         }
                     }
                     Op::Free { pick } => {
@@ -1191,6 +1295,11 @@ mod tests {
                     }
                 }
                 let st = sa.stats();
+                let mut listed: StdVec<(u64, u64)> = sa.allocations().map(|(a, s, _)| (a, s)).collect();
+                listed.sort_unstable();
+                let mut want = live.clone();
+                want.sort_unstable();
+                prop_assert_eq!(listed, want);
                 prop_assert_eq!(st.in_use_bytes, live.iter().map(|l| l.1).sum::<u64>());
                 prop_assert_eq!(st.allocations, live.len());
             }

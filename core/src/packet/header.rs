@@ -241,6 +241,19 @@ mod tests {
         );
         assert_eq!(h.raw(), 0x0205);
         assert_eq!(PacketHeader::INVALID.raw(), 1);
+        // The `u16` conversion is the raw bits too.
+        assert_eq!(u16::from(h), 0x0205);
+        assert_eq!(u16::from(PacketHeader::INVALID), 1);
+    }
+
+    #[test]
+    fn debug_names_every_field() {
+        let h = PacketHeader::decode(0x1502).unwrap();
+        assert_eq!(
+            std::format!("{h:?}"),
+            "PacketHeader { raw: 0x1502, packet_type: KernelDispatch, barrier: true, \
+             acquire_fence_scope: System, release_fence_scope: System }"
+        );
     }
 
     #[test]

@@ -532,6 +532,152 @@ mod tests {
         assert_eq!(v.parse().unwrap(), Packet::KernelDispatch(kernel()));
     }
 
+    /// Little-endian read of `n` bytes at `off`, written here without the view's helpers.
+    fn le(b: &[u8; 64], off: usize, n: usize) -> u64 {
+        (0..n).fold(0, |v, i| v | u64::from(b[off + i]) << (8 * i))
+    }
+
+    #[test]
+    fn every_getter_reads_its_own_hsa_h_offset() {
+        // Every byte different, so a getter reading the wrong offset, width or byte order
+        // returns a different value. Offsets are `hsa.h`'s (hsa_kernel_dispatch_packet_t,
+        // hsa_agent_dispatch_packet_t, hsa_barrier_and_packet_t) and `hsa_ext_amd.h`'s
+        // (hsa_amd_barrier_value_packet_t), written out here, not taken from `field`.
+        let b: [u8; 64] = core::array::from_fn(|i| (i as u8).wrapping_mul(37).wrapping_add(0x11));
+        let v = AqlPacket::from_array(b);
+        assert_eq!(u64::from(v.header_raw()), le(&b, 0, 2));
+        assert_eq!(u64::from(v.packet_type_raw()), u64::from(b[0]));
+        assert_eq!(u64::from(v.setup()), le(&b, 2, 2));
+        assert_eq!(u64::from(v.dimensions()), le(&b, 2, 2) & 3);
+        let wg = v.workgroup_size().map(u64::from);
+        assert_eq!(wg, [le(&b, 4, 2), le(&b, 6, 2), le(&b, 8, 2)]);
+        let grid = v.grid_size().map(u64::from);
+        assert_eq!(grid, [le(&b, 12, 4), le(&b, 16, 4), le(&b, 20, 4)]);
+        assert_eq!(u64::from(v.private_segment_size_bytes()), le(&b, 24, 4));
+        assert_eq!(u64::from(v.group_segment_size_bytes()), le(&b, 28, 4));
+        assert_eq!(v.kernel_object(), GpuVa(le(&b, 32, 8)));
+        assert_eq!(v.kernarg_address(), GpuVa(le(&b, 40, 8)));
+        assert_eq!(v.completion_signal(), SignalHandle(le(&b, 56, 8)));
+        // Agent dispatch: type at 2, return_address at 8, arg[0..4] at 16..48.
+        assert_eq!(u64::from(v.agent_function_type()), le(&b, 2, 2));
+        assert_eq!(v.return_address(), GpuVa(le(&b, 8, 8)));
+        assert_eq!(
+            v.args(),
+            [le(&b, 16, 8), le(&b, 24, 8), le(&b, 32, 8), le(&b, 40, 8)]
+        );
+        // Barrier-AND/OR: dep_signal[0..5] at 8..48.
+        let deps = [8, 16, 24, 32, 40].map(|o| SignalHandle(le(&b, o, 8)));
+        assert_eq!(v.dep_signals(), deps);
+        // AMD vendor header: AmdFormat at 2; barrier-value: signal 8, value 16, mask 24,
+        // cond 32.
+        assert_eq!(v.amd_format(), b[2]);
+        assert_eq!(v.barrier_value_signal(), SignalHandle(le(&b, 8, 8)));
+        assert_eq!(v.barrier_value_value() as u64, le(&b, 16, 8));
+        assert_eq!(v.barrier_value_mask() as u64, le(&b, 24, 8));
+        assert_eq!(u64::from(v.barrier_value_condition()), le(&b, 32, 4));
+        // The type byte decodes (0x11 is no packet type).
+        assert_eq!(v.packet_type(), None);
+        let mut typed = b;
+        typed[0] = 3; // HSA_PACKET_TYPE_BARRIER_AND
+        let v = AqlPacket::from_array(typed);
+        assert_eq!(v.packet_type_raw(), 3);
+        assert_eq!(v.packet_type(), Some(PacketType::BarrierAnd));
+    }
+
+    #[test]
+    fn every_setter_writes_only_its_own_hsa_h_bytes() {
+        // Each setter on a zeroed packet must produce exactly the little-endian bytes at the
+        // `hsa.h` / `hsa_ext_amd.h` offset (written out here) and leave every other byte 0.
+        type Set = fn(&mut AqlPacket<[u8; 64]>);
+        /// (offset, value, width in bytes) of each field a setter writes.
+        type Fields = &'static [(usize, u64, usize)];
+        let cases: [(Set, Fields); 20] = [
+            (|v| v.set_header_raw(0x1502), &[(0, 0x1502, 2)]),
+            (|v| v.set_header_word(0x0003_1502), &[(0, 0x0003_1502, 4)]),
+            (
+                |v| v.set_header(PacketHeader::decode(0x0205).unwrap()),
+                &[(0, 0x0205, 2)],
+            ),
+            (|v| v.set_setup(0xa5c3), &[(2, 0xa5c3, 2)]),
+            (
+                |v| v.set_workgroup_size([0x0102, 0x0304, 0x0506]),
+                &[(4, 0x0102, 2), (6, 0x0304, 2), (8, 0x0506, 2)],
+            ),
+            (
+                |v| v.set_grid_size([0x0a0b_0c0d, 0x1a1b_1c1d, 0x2a2b_2c2d]),
+                &[
+                    (12, 0x0a0b_0c0d, 4),
+                    (16, 0x1a1b_1c1d, 4),
+                    (20, 0x2a2b_2c2d, 4),
+                ],
+            ),
+            (
+                |v| v.set_private_segment_size_bytes(0x1234_5678),
+                &[(24, 0x1234_5678, 4)],
+            ),
+            (
+                |v| v.set_group_segment_size_bytes(0x8765_4321),
+                &[(28, 0x8765_4321, 4)],
+            ),
+            (
+                |v| v.set_kernel_object(GpuVa(0x0102_0304_0506_0708)),
+                &[(32, 0x0102_0304_0506_0708, 8)],
+            ),
+            (
+                |v| v.set_kernarg_address(GpuVa(0x1112_1314_1516_1718)),
+                &[(40, 0x1112_1314_1516_1718, 8)],
+            ),
+            (
+                |v| v.set_completion_signal(SignalHandle(0x2122_2324_2526_2728)),
+                &[(56, 0x2122_2324_2526_2728, 8)],
+            ),
+            (|v| v.set_agent_function_type(0xbeef), &[(2, 0xbeef, 2)]),
+            (
+                |v| v.set_return_address(GpuVa(0x3132_3334_3536_3738)),
+                &[(8, 0x3132_3334_3536_3738, 8)],
+            ),
+            (
+                |v| v.set_args([0x41, 0x4200, 0x43_0000, 0x4400_0000_0000]),
+                &[
+                    (16, 0x41, 8),
+                    (24, 0x4200, 8),
+                    (32, 0x43_0000, 8),
+                    (40, 0x4400_0000_0000, 8),
+                ],
+            ),
+            (
+                |v| v.set_dep_signals([0x51, 0x52, 0x53, 0x54, 0x55].map(SignalHandle)),
+                &[
+                    (8, 0x51, 8),
+                    (16, 0x52, 8),
+                    (24, 0x53, 8),
+                    (32, 0x54, 8),
+                    (40, 0x55, 8),
+                ],
+            ),
+            (|v| v.set_amd_format(0x66), &[(2, 0x66, 1)]),
+            (
+                |v| v.set_barrier_value_signal(SignalHandle(0x7172_7374)),
+                &[(8, 0x7172_7374, 8)],
+            ),
+            (|v| v.set_barrier_value_value(-2), &[(16, u64::MAX - 1, 8)]),
+            (|v| v.set_barrier_value_mask(0x0f0f), &[(24, 0x0f0f, 8)]),
+            (
+                |v| v.set_barrier_value_condition(0x8182_8384),
+                &[(32, 0x8182_8384, 4)],
+            ),
+        ];
+        for (i, (set, fields)) in cases.iter().enumerate() {
+            let mut v = AqlPacket::from_array([0; 64]);
+            set(&mut v);
+            let mut want = [0u8; 64];
+            for &(off, value, n) in *fields {
+                want[off..off + n].copy_from_slice(&value.to_le_bytes()[..n]);
+            }
+            assert_eq!(v.as_bytes(), &want, "setter case {i}");
+        }
+    }
+
     #[test]
     fn setters_then_parse() {
         let mut v = AqlPacket::from_array([0; 64]);

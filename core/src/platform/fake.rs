@@ -872,6 +872,9 @@ pub enum FaultMethod {
     /// [`Platform::relax`]: counted ([`FaultInjector::calls`]), never failed (it returns
     /// nothing).
     Relax,
+    /// [`Platform::ring_doorbell`]: counted and holdable ([`FaultInjector::hold_next`]),
+    /// never failed (it returns nothing; a planned failure is ignored).
+    RingDoorbell,
 }
 
 /// A wrong-but-successful answer a [`FaultInjector`] can give once, to test how core copes
@@ -1006,6 +1009,18 @@ impl<P: Platform> FaultInjector<P> {
     }
 
     fn check(&self, method: FaultMethod) -> Result<()> {
+        let n = self.arrive(method);
+        let mut plan = lock(&self.plan);
+        if let Some(i) = plan.iter().position(|&(m, k, _)| m == method && k == n) {
+            let (_, _, status) = plan.remove(i);
+            crate::bail!(status, "injected fault: call {n} of {method:?}");
+        }
+        Ok(())
+    }
+
+    /// A call of `method` arrives: waits out a pending [`hold_next`](Self::hold_next), then
+    /// counts the call; returns its 1-based number.
+    fn arrive(&self, method: FaultMethod) -> u32 {
         let hold = {
             let mut holds = lock(&self.holds);
             let i = holds.iter().position(|(m, _)| *m == method);
@@ -1014,18 +1029,10 @@ impl<P: Platform> FaultInjector<P> {
         if let Some(hold) = hold {
             hold.arrive_and_wait();
         }
-        let n = {
-            let mut calls = lock(&self.calls);
-            let c = calls.entry(method).or_insert(0);
-            *c += 1;
-            *c
-        };
-        let mut plan = lock(&self.plan);
-        if let Some(i) = plan.iter().position(|&(m, k, _)| m == method && k == n) {
-            let (_, _, status) = plan.remove(i);
-            crate::bail!(status, "injected fault: call {n} of {method:?}");
-        }
-        Ok(())
+        let mut calls = lock(&self.calls);
+        let c = calls.entry(method).or_insert(0);
+        *c += 1;
+        *c
     }
 }
 
@@ -1099,6 +1106,7 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
         unsafe { self.inner.create_queue(request) }
     }
     fn ring_doorbell(&self, doorbell: &P::Doorbell, write_index: u64) {
+        self.arrive(FaultMethod::RingDoorbell);
         self.inner.ring_doorbell(doorbell, write_index)
     }
     fn destroy_queue(&self, queue: QueueId) -> Result<()> {

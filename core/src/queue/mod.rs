@@ -1388,6 +1388,23 @@ mod aql {
             let mut c = config(64);
             c.max_size_packets = 1000;
             assert_eq!(status(c), Status::InvalidArgument);
+            // The bounds are inclusive: min == max == size is a valid (one-size) agent.
+            let c = QueueConfig {
+                private_segment_size: Some(0),
+                ..QueueConfig::new(NodeId(1), 128, 128, 128)
+            };
+            assert_eq!(c.validate().unwrap(), (QueueType::Multi, 128));
+            let q = AqlQueue::create(&plat, &c).unwrap();
+            assert_eq!(q.size_packets(), 128);
+            assert_eq!(
+                std::format!("{q:?}"),
+                std::format!(
+                    "AqlQueue {{ id: {}, hw: {:?}, type: Multi, size_packets: 128 }}",
+                    q.id(),
+                    q.hw
+                )
+            );
+            drop(q);
             plat.fail_next(FaultMethod::CreateQueue, Status::OutOfResources);
             assert_eq!(status(config(64)), Status::OutOfResources);
             plat.fail_next(FaultMethod::AllocateMemory, Status::OutOfResources);
@@ -1547,6 +1564,48 @@ mod aql {
             assert_eq!(rung.last(), Some(&(m.hw_id(), 999)));
         }
 
+        /// The interleaving the loop in `ring_doorbell` exists for, made deterministic: producer
+        /// A reserves its ring value (3) and is held just before its doorbell store, producer B
+        /// rings a larger value (6) and returns, then A's smaller store lands. A must store the
+        /// larger value again, or the doorbell would end below a packet B published.
+        #[test]
+        fn a_late_smaller_doorbell_store_is_followed_by_the_largest_value() {
+            let plat = FaultInjector::new(platform());
+            let m = AqlQueue::create(&plat, &config(64)).unwrap();
+            assert_eq!(m.queue_type, QueueType::Multi);
+            m.add_write_index(8, MemoryOrder::Relaxed);
+            let hold = plat.hold_next(FaultMethod::RingDoorbell);
+            std::thread::scope(|s| {
+                let a = s.spawn(|| m.ring_doorbell(3));
+                hold.wait_arrival();
+                m.ring_doorbell(6).unwrap();
+                hold.release();
+                a.join().unwrap().unwrap();
+            });
+            let id = m.hw_id();
+            assert_eq!(
+                plat.inner().doorbell_writes(),
+                [(id, 6), (id, 3), (id, 6)],
+                "B's 6, A's late 3, A's repair to 6"
+            );
+            assert_eq!(plat.calls(FaultMethod::RingDoorbell), 3);
+        }
+
+        /// A queue its processor stops after it was closed still reads as destroyed (the
+        /// processor's late status store does not bring the queue back as "stopped").
+        #[test]
+        fn a_closed_queue_stays_destroyed_whatever_its_signal_says() {
+            let plat = platform();
+            let q = AqlQueue::create(&plat, &config(64)).unwrap();
+            q.close().unwrap();
+            let code = super::super::inactive::encode(Status::InvalidPacketFormat, false);
+            q.inactive_signal().store(code, StoreOrder::Release);
+            assert_eq!(q.state(), QueueState::Destroyed);
+            q.add_write_index(1, MemoryOrder::Relaxed);
+            let e = q.ring_doorbell(0).unwrap_err();
+            assert_eq!(e.detail(), std::format!("queue {} was destroyed", q.id()));
+        }
+
         #[test]
         fn close_ends_waits_and_refuses_more_work() {
             let plat = platform();
@@ -1628,9 +1687,13 @@ mod aql {
             assert_eq!(q.state(), QueueState::Stopped(Status::Error));
             q.inactivate().unwrap();
             assert_eq!(q.state(), QueueState::Inactive);
+            let inactive = std::format!("queue {} is inactive", q.id());
             let e = q.reserve(1).unwrap_err();
             assert_eq!(e.status(), Status::InvalidQueue);
-            assert!(e.detail().to_string().ends_with("is inactive"), "{e}");
+            assert_eq!(e.detail(), inactive);
+            let e = q.ring_doorbell(63).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidQueue);
+            assert_eq!(e.detail(), inactive);
             q.destroy().unwrap();
         }
 
