@@ -946,6 +946,21 @@ pub struct FaultInjector<P> {
     holds: Mutex<Vec<(FaultMethod, std::sync::Arc<Hold>)>>,
     /// Chunks reported short ([`Tamper::ShortChunk`]): address -> real size.
     shortened: Mutex<HashMap<u64, u64>>,
+    /// Every event wait asked of this wrapper, in order ([`FaultInjector::event_waits`]).
+    event_waits: Mutex<Vec<EventWait>>,
+}
+
+/// One event wait a [`FaultInjector`] was asked for: the events, in the order given, and the
+/// timeout, ns, as the caller passed them (before the inner platform shortens a multi-event
+/// wait).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventWait {
+    /// [`Platform::wait_event`]'s one event, or [`Platform::wait_any_event`]'s list.
+    pub events: Vec<EventId>,
+    /// The timeout asked for, ns (`u64::MAX`: none).
+    pub timeout_ns: u64,
+    /// Whether it was [`Platform::wait_any_event`].
+    pub any: bool,
 }
 
 impl<P: Platform> FaultInjector<P> {
@@ -958,6 +973,7 @@ impl<P: Platform> FaultInjector<P> {
             tampers: Mutex::new(Vec::new()),
             holds: Mutex::new(Vec::new()),
             shortened: Mutex::new(HashMap::new()),
+            event_waits: Mutex::new(Vec::new()),
         }
     }
 
@@ -996,6 +1012,12 @@ impl<P: Platform> FaultInjector<P> {
     /// fail with `status`.
     pub fn fail_nth(&self, method: FaultMethod, nth: u32, status: Status) {
         lock(&self.plan).push((method, nth, status));
+    }
+
+    /// Every event wait asked of the wrapper so far ([`Platform::wait_event`] and
+    /// [`Platform::wait_any_event`] calls, failed ones included), oldest first.
+    pub fn event_waits(&self) -> Vec<EventWait> {
+        lock(&self.event_waits).clone()
     }
 
     /// How many times `method` was called (failed calls included).
@@ -1126,10 +1148,20 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
         self.inner.destroy_event(event)
     }
     fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome> {
+        lock(&self.event_waits).push(EventWait {
+            events: std::vec![event],
+            timeout_ns,
+            any: false,
+        });
         self.check(FaultMethod::WaitEvent)?;
         self.inner.wait_event(event, timeout_ns)
     }
     fn wait_any_event(&self, events: &[EventId], timeout_ns: u64) -> Result<WaitOutcome> {
+        lock(&self.event_waits).push(EventWait {
+            events: events.to_vec(),
+            timeout_ns,
+            any: true,
+        });
         self.check(FaultMethod::WaitEvent)?;
         self.inner.wait_any_event(events, timeout_ns)
     }

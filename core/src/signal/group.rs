@@ -156,22 +156,28 @@ fn wait_any_loop<'a, P: Platform + 'a>(
     let clock = Clock::start(first);
     let spin_ns = first.wait_spin_ns();
     let mut backoff = Backoff::new();
-    // The distinct events, waited on together; without `alloc`, past MAX_WAIT_EVENTS the rest
-    // are polled between waits.
+    // Event ids are the platform's own: two platforms may hand out the same id, so events are
+    // only gathered into one wait when every member belongs to one platform.
+    let one_platform = (1..count).all(|i| core::ptr::eq(member(i).platform, first));
+    let any_event = (0..count).any(|i| member(i).event.is_some());
+    // One platform: the distinct events, waited on together; without `alloc`, past
+    // MAX_WAIT_EVENTS the rest are polled between waits.
     let mut events = EventList::new();
     let mut overflow = false;
-    for i in 0..count {
-        if let Some(ev) = member(i).event {
-            if !events.contains(&ev) {
-                overflow |= !push_event(&mut events, ev);
+    if one_platform {
+        for i in 0..count {
+            if let Some(ev) = member(i).event {
+                if !events.contains(&ev) {
+                    overflow |= !push_event(&mut events, ev);
+                }
             }
         }
     }
-    // One wait covers every signal when all have an event, all are tracked, and one platform
-    // waits on all of them; otherwise the platforms' events take turns and every polled
-    // signal is re-read each slice.
-    let one_platform = (1..count).all(|i| core::ptr::eq(member(i).platform, first));
-    let mut all_evented = !overflow && (0..count).all(|i| member(i).event.is_some());
+    // One wait covers every signal when one platform waits on all their events; otherwise
+    // every block lasts one slice, after which every signal is re-read.
+    let mut covered = one_platform && !overflow && (0..count).all(|i| member(i).event.is_some());
+    // Several platforms: the member whose event is waited on next (each in turn).
+    let mut turn = 0;
     loop {
         if let Some(met) = first_met(count, member, conditions, values) {
             return Some(met);
@@ -180,7 +186,12 @@ fn wait_any_loop<'a, P: Platform + 'a>(
         if elapsed >= timeout_ns {
             return None;
         }
-        if state == WaitState::Blocked && elapsed >= spin_ns && !events.is_empty() {
+        let can_block = if one_platform {
+            !events.is_empty()
+        } else {
+            any_event
+        };
+        if state == WaitState::Blocked && elapsed >= spin_ns && can_block {
             if !*registered {
                 // Before the first block: register, then re-read every value so that a
                 // change made before the registration is seen.
@@ -197,7 +208,6 @@ fn wait_any_loop<'a, P: Platform + 'a>(
             } else {
                 timeout_ns - elapsed
             };
-            let covered = all_evented && (one_platform || events.len() == 1);
             let slice = if covered {
                 remaining
             } else {
@@ -205,28 +215,27 @@ fn wait_any_loop<'a, P: Platform + 'a>(
             };
             // Armed: every value was read above, after registering; a later change sees the
             // registration and leaves its event signaled.
-            let waited = if one_platform {
-                first.wait_any_event(&events, slice)
+            if one_platform {
+                if first.wait_any_event(&events, slice).is_err() {
+                    // An event is gone: poll its signals from now on (each slice).
+                    covered = false;
+                    events.retain(|ev| first.wait_event(*ev, 0).is_ok());
+                }
+                // A platform that waits on the first event alone gives the next one its turn.
+                if !events.is_empty() {
+                    events.rotate_left(1);
+                }
             } else {
-                let ev = events[0];
                 let owner = (0..count)
-                    .find(|&i| member(i).event == Some(ev))
-                    .unwrap_or(0);
-                member(owner).platform.wait_event(ev, slice)
-            };
-            if waited.is_err() {
-                // An event is gone: poll its signals from now on (each slice).
-                all_evented = false;
-                events.retain(|ev| {
-                    (0..count)
-                        .find(|&i| member(i).event == Some(*ev))
-                        .is_some_and(|i| member(i).platform.wait_event(*ev, 0).is_ok())
-                });
-            }
-            // A platform that waits on the first event alone (or the turns of several
-            // platforms) gives the next one its turn.
-            if !events.is_empty() {
-                events.rotate_left(1);
+                    .map(|k| (turn + k) % count)
+                    .find(|&i| member(i).event.is_some());
+                if let Some((i, ev)) = owner.and_then(|i| Some((i, member(i).event?))) {
+                    turn = (i + 1) % count;
+                    if member(i).platform.wait_event(ev, slice).is_err() {
+                        // Its event is gone: the signal is polled like the others.
+                        backoff.spin();
+                    }
+                }
             }
         } else {
             backoff.spin();
@@ -329,8 +338,9 @@ mod tests {
     use super::super::{MemoryOrder, SignalPool, StoreOrder};
     use super::*;
     use crate::addr::NodeId;
-    use crate::platform::fake::FakePlatform;
+    use crate::platform::fake::{FakePlatform, FaultInjector, FaultMethod};
     use std::string::ToString;
+    use std::vec::Vec;
 
     #[test]
     fn wait_any_reports_first_satisfied_index_and_value() {
@@ -374,6 +384,186 @@ mod tests {
         assert_eq!(r, Some((0, 0)));
     }
 
+    type Inj = FaultInjector<FakePlatform>;
+
+    /// A wait long enough to get past the spin and block several times: miri runs the spin
+    /// loop ~10^3 times slower in real time.
+    const BLOCKING_NS: u64 = if cfg!(miri) {
+        2_000_000_000
+    } else {
+        30_000_000
+    };
+
+    /// How long a helper thread sleeps before it changes a signal (past the spin, also
+    /// under miri).
+    const CHANGE_AFTER: std::time::Duration =
+        std::time::Duration::from_millis(if cfg!(miri) { 1000 } else { 5 });
+
+    /// Three interrupt signals of one platform: every block is one wait on all three events
+    /// (rotated each time, so a platform that waits on the first alone gives each its turn)
+    /// for all the time that remains, not a slice; afterwards the waiter counts are
+    /// unregistered, so a host store raises no event.
+    #[test]
+    fn interrupt_signals_of_one_platform_block_together_for_the_time_left() {
+        let plat: Inj = FaultInjector::new(FakePlatform::new());
+        let pool = SignalPool::new(&plat, NodeId(0));
+        let s: Vec<_> = (0..3).map(|_| pool.create_interrupt(1).unwrap()).collect();
+        let refs: Vec<_> = s.iter().collect();
+        let ev: Vec<EventId> = s.iter().map(|x| x.event().unwrap()).collect();
+        let timeout = BLOCKING_NS;
+        let r = wait_any(
+            &refs,
+            &[SignalCondition::Eq; 3],
+            &[0; 3],
+            timeout,
+            WaitState::Blocked,
+        );
+        assert_eq!(r.unwrap(), None);
+        let waits = plat.event_waits();
+        assert!(waits.len() >= 2, "{waits:?}");
+        assert!(waits.iter().all(|w| w.any), "{waits:?}");
+        assert_eq!(waits[0].events, ev);
+        assert_eq!(waits[1].events, [ev[1], ev[2], ev[0]]);
+        // The first block asks for what is left after the spin: more than one slice.
+        let spin = plat.wait_spin_ns();
+        assert!(
+            waits[0].timeout_ns > MULTI_EVENT_SLICE_NS && waits[0].timeout_ns <= timeout - spin,
+            "{waits:?}"
+        );
+        let raised = plat.inner().signal_event_count();
+        s[1].store(7, StoreOrder::Release);
+        assert_eq!(
+            plat.inner().signal_event_count(),
+            raised,
+            "no waiter left registered"
+        );
+    }
+
+    /// A member without an event (polled) caps every block at one slice, so its change is
+    /// seen within a slice; the block covers only the evented members.
+    #[test]
+    fn a_polled_member_caps_each_block_at_one_slice() {
+        let plat: Inj = FaultInjector::new(FakePlatform::new());
+        let pool = SignalPool::new(&plat, NodeId(0));
+        let a = pool.create_interrupt(1).unwrap();
+        let polled = pool.create(1).unwrap();
+        assert_eq!(polled.event(), None);
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                std::thread::sleep(CHANGE_AFTER);
+                polled.store(0, StoreOrder::Release);
+            });
+            let r = wait_any(
+                &[&a, &polled],
+                &[SignalCondition::Eq; 2],
+                &[0, 0],
+                3 * BLOCKING_NS + 2_000_000_000, // a wait that missed the change fails, not hangs
+                WaitState::Blocked,
+            );
+            assert_eq!(r.unwrap(), Some((1, 0)));
+        });
+        let waits = plat.event_waits();
+        assert!(!waits.is_empty());
+        for w in &waits {
+            assert_eq!(w.events, [a.event().unwrap()]);
+            assert_eq!(w.timeout_ns, MULTI_EVENT_SLICE_NS, "{waits:?}");
+        }
+    }
+
+    /// Two platforms hand out the same event ids: the signals of each are still waited on,
+    /// one platform's event at a time, in slices, and a change on either is seen.
+    #[test]
+    fn signals_of_two_platforms_take_turns() {
+        let (p1, p2): (Inj, Inj) = (
+            FaultInjector::new(FakePlatform::new()),
+            FaultInjector::new(FakePlatform::new()),
+        );
+        let (pool1, pool2) = (
+            SignalPool::new(&p1, NodeId(0)),
+            SignalPool::new(&p2, NodeId(0)),
+        );
+        let a = pool1.create_interrupt(1).unwrap();
+        let b = pool2.create_interrupt(1).unwrap();
+        assert_eq!(a.event(), b.event(), "the fakes number their events alike");
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                std::thread::sleep(CHANGE_AFTER);
+                b.store(0, StoreOrder::Release);
+            });
+            let r = wait_any(
+                &[&a, &b],
+                &[SignalCondition::Eq; 2],
+                &[0, 0],
+                3 * BLOCKING_NS + 2_000_000_000, // a wait that missed the change fails, not hangs
+                WaitState::Blocked,
+            );
+            assert_eq!(r.unwrap(), Some((1, 0)));
+        });
+        for (p, s) in [(&p1, &a), (&p2, &b)] {
+            let waits = p.event_waits();
+            assert!(!waits.is_empty(), "each platform gets a turn");
+            for w in &waits {
+                assert!(!w.any);
+                assert_eq!(w.events, [s.event().unwrap()]);
+                assert!(w.timeout_ns <= MULTI_EVENT_SLICE_NS, "{waits:?}");
+            }
+        }
+    }
+
+    /// A wait the platform refuses (its event is gone) drops that event and polls the signal
+    /// from then on: the change is still seen.
+    #[test]
+    fn a_refused_event_wait_falls_back_to_polling() {
+        let plat: Inj = FaultInjector::new(FakePlatform::new());
+        let pool = SignalPool::new(&plat, NodeId(0));
+        let a = pool.create_interrupt(1).unwrap();
+        let b = pool.create_interrupt(1).unwrap();
+        plat.fail_next(FaultMethod::WaitEvent, Status::InvalidArgument);
+        let r = wait_any(
+            &[&a, &b],
+            &[SignalCondition::Eq; 2],
+            &[0, 0],
+            BLOCKING_NS,
+            WaitState::Blocked,
+        );
+        assert_eq!(r.unwrap(), None);
+        let waits = plat.event_waits();
+        // The refused block, then one zero-timeout probe per event (both alive), then blocks
+        // in slices over both.
+        assert!(
+            waits[0].any && waits[0].timeout_ns > MULTI_EVENT_SLICE_NS,
+            "{waits:?}"
+        );
+        let probes: Vec<_> = waits[1..3]
+            .iter()
+            .map(|w| (w.events[0], w.timeout_ns, w.any))
+            .collect();
+        assert_eq!(
+            probes,
+            [
+                (a.event().unwrap(), 0, false),
+                (b.event().unwrap(), 0, false)
+            ]
+        );
+        assert!(waits.len() > 3, "{waits:?}");
+        for w in &waits[3..] {
+            assert!(w.any && w.timeout_ns <= MULTI_EVENT_SLICE_NS, "{waits:?}");
+        }
+    }
+
+    #[test]
+    fn a_group_shows_its_signal_handles() {
+        let plat = FakePlatform::new();
+        let pool = SignalPool::new(&plat, NodeId(0));
+        let (a, b) = (pool.create(0).unwrap(), pool.create(0).unwrap());
+        let members = [&a, &b];
+        let g = SignalGroup::new(&members).unwrap();
+        assert_eq!(
+            std::format!("{g:?}"),
+            std::format!("[{:?}, {:?}]", a.handle(), b.handle())
+        );
+    }
+
     #[test]
     fn wait_any_and_group_errors() {
         let plat = FakePlatform::new();
@@ -383,6 +573,12 @@ mod tests {
         assert_eq!(e.status(), Status::InvalidArgument);
         let e = wait_any(&[&a], &[], &[0], 0, WaitState::Active).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
+        let short_values =
+            wait_any(&[&a], &[SignalCondition::Eq], &[], 0, WaitState::Active).unwrap_err();
+        assert_eq!(
+            short_values.detail(),
+            "wait_any: 1 signals but 1 conditions and 0 values"
+        );
         assert!(
             e.detail()
                 .to_string()
