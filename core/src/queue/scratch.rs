@@ -310,6 +310,11 @@ mod tests {
         assert_eq!(l.waves, 3328);
         let l = ScratchLayout::for_request(&shape(256, 256 * 16, 1024), 104, 32, 8).unwrap();
         assert_eq!(l.waves, 2 * 8 * 4);
+        // Exactly 140 MiB (70 CUs x 32 slots x 64 KiB) is still "small": every slot.
+        let l = ScratchLayout::for_request(&shape(64, 128, 1024), 70, 32, 8).unwrap();
+        assert_eq!((l.waves, l.size_bytes), (2240, SMALL_SCRATCH_LIMIT_BYTES));
+        let l = ScratchLayout::for_request(&shape(64, 128, 1024), 71, 32, 8).unwrap();
+        assert_eq!(l.waves, 8);
         let top = ScratchLayout::for_request(&shape(64, 64, 131_056), 1, 1, 1).unwrap();
         assert_eq!(top.wave_bytes(), MAX_WAVE_SCRATCH_BYTES);
         for (s, cus) in [
@@ -330,17 +335,18 @@ mod tests {
         p[4..6].copy_from_slice(&64u16.to_le_bytes());
         p[6..8].copy_from_slice(&2u16.to_le_bytes());
         p[8..10].copy_from_slice(&3u16.to_le_bytes());
-        p[12..16].copy_from_slice(&1000u32.to_le_bytes());
-        p[16..20].copy_from_slice(&20u32.to_le_bytes());
-        p[20..24].copy_from_slice(&30u32.to_le_bytes());
-        p[24..28].copy_from_slice(&4096u32.to_le_bytes());
+        // Every byte of the 32-bit fields non-zero and distinct, so a wrong byte shows.
+        p[12..16].copy_from_slice(&0x0403_0201u32.to_le_bytes());
+        p[16..20].copy_from_slice(&0x0807_0605u32.to_le_bytes());
+        p[20..24].copy_from_slice(&0x0c0b_0a09u32.to_le_bytes());
+        p[24..28].copy_from_slice(&0x100f_0e0du32.to_le_bytes());
         p[28..32].copy_from_slice(&7u32.to_le_bytes());
         assert_eq!(
             DispatchShape::from_packet(&p),
             DispatchShape {
                 workgroup_size: [64, 2, 3],
-                grid_size: [1000, 20, 30],
-                private_segment_size: 4096
+                grid_size: [0x0403_0201, 0x0807_0605, 0x0c0b_0a09],
+                private_segment_size: 0x100f_0e0d
             }
         );
         for v in [1, 0x400, 0x401, 0x21] {
