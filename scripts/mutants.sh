@@ -157,6 +157,43 @@ if [ -s "$out/noalloc-regex.txt" ]; then
         exit $status
     fi
 fi
+
+# Third pass, the loom models: code under `cfg(loom)` (the model ring, the model waits) is not
+# compiled without `--cfg loom` either, so the mutants the passes above missed in the files
+# with such code are tried against hsa-core's loom tests (core/tests/loom_*.rs), built with
+# `--cfg loom` in a target dir of their own (so the two builds do not invalidate each other).
+loom_files=()
+for f in "${files[@]}"; do
+    # shellcheck disable=SC2086 # $f may be a glob on purpose
+    for g in $f; do
+        grep -q 'cfg(loom)' "$g" 2>/dev/null && loom_files+=("$g")
+    done
+done
+still_missed=$out/mutants.out/missed.txt
+if [ -s "$out/noalloc-regex.txt" ] && [ -f "$out/noalloc/mutants.out/caught.txt" ]; then
+    still_missed=$out/missed-after-noalloc.txt
+    grep -vxFf "$out/noalloc/mutants.out/caught.txt" "$out/mutants.out/missed.txt" \
+        >"$still_missed" || true
+fi
+: >"$out/loom-regex.txt"
+[ ${#loom_files[@]} -gt 0 ] &&
+    python3 scripts/mutants_lib.py regex "$still_missed" "${loom_files[@]}" >"$out/loom-regex.txt"
+if [ -s "$out/loom-regex.txt" ]; then
+    echo "mutants.sh: third pass, the loom models (--cfg loom)"
+    loom_args=()
+    for f in "${loom_files[@]}"; do loom_args+=(-f "$f"); done
+    status=0
+    env -u CARGO_TARGET_DIR RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$tree/target/loom" \
+        cargo mutants --in-place -d "$tree" --no-shuffle --colors never \
+        -o "$out/loom" "${loom_args[@]}" --test-package hsa-core \
+        --cargo-test-arg=--test=loom_queue --cargo-test-arg=--test=loom_signal \
+        --cargo-test-arg=--test=loom_barrier --cargo-test-arg=--test=loom_interrupt \
+        -F "$(cat "$out/loom-regex.txt")" || status=$?
+    if [ $status -ne 0 ] && [ $status -ne 2 ] && [ $status -ne 3 ]; then
+        echo "mutants.sh: cargo mutants (loom) failed (exit $status)" >&2
+        exit $status
+    fi
+fi
 elapsed=$(($(date +%s) - start))
 
 # The per-module table (target/mutants/out/LABEL/summary.md), and the missed mutants that

@@ -111,15 +111,19 @@ def summary(out, elapsed, doc, shard, names):
 
     first = outcomes(out)
     second = outcomes(os.path.join(out, "noalloc"))
-    empty = lambda: dict(mutants=0, caught=0, noalloc=0, missed=0, unviable=0, timeout=0)
+    third = outcomes(os.path.join(out, "loom"))
+    empty = lambda: dict(mutants=0, caught=0, noalloc=0, loom=0, missed=0, unviable=0,
+                         timeout=0)
     rows = {m: empty() for m in mods}
     missed = []
     for name, (path, k) in first.items():
         r = rows.setdefault(module_of(path), empty())
         r["mutants"] += 1
-        if k == "missed" and second.get(name, (None, None))[1] in ("caught", "timeout"):
-            r["noalloc"] += 1
-            k = second[name][1]
+        # A mutant a later pass catches (without alloc, or in the loom models) is caught.
+        for later, column in ((second, "noalloc"), (third, "loom")):
+            if k == "missed" and later.get(name, (None, None))[1] in ("caught", "timeout"):
+                r[column] += 1
+                k = later[name][1]
         r[k] = r.get(k, 0) + 1
         if k == "missed":
             missed.append(name)
@@ -131,10 +135,11 @@ def summary(out, elapsed, doc, shard, names):
     unexplained = [n for n in missed if key(n) not in explained]
     lines = [f"cargo-mutants, modules {', '.join(mods)}" + (f", shard {shard}" if shard else "")
              + f": {elapsed} s", "",
-             "| module | mutants | caught | of which without alloc | unviable | timeouts | missed |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| module | mutants | caught | of which without alloc | of which by loom "
+             "| unviable | timeouts | missed |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for m, r in rows.items():
-        lines.append(f"| {m} | {r['mutants']} | {r['caught']} | {r['noalloc']} "
+        lines.append(f"| {m} | {r['mutants']} | {r['caught']} | {r['noalloc']} | {r['loom']} "
                      f"| {r['unviable']} | {r['timeout']} | {r['missed']} |")
     lines.append("")
     for n in missed:

@@ -891,6 +891,10 @@ pub enum Tamper {
     /// than the inner platform made it (a platform that gave less than asked). Freeing the
     /// short chunk through the wrapper frees the whole one.
     ShortChunk,
+    /// The next successful [`Platform::allocate_memory`] returns its chunk with `host_ptr`
+    /// 64 bytes past the real mapping (host memory not aligned as asked; freeing goes by the
+    /// GPU address, as before).
+    MisalignHostPtr,
 }
 
 /// A call of the [`FaultInjector`] held at its start ([`FaultInjector::hold_next`]) until the
@@ -948,6 +952,8 @@ pub struct FaultInjector<P> {
     shortened: Mutex<HashMap<u64, u64>>,
     /// Every event wait asked of this wrapper, in order ([`FaultInjector::event_waits`]).
     event_waits: Mutex<Vec<EventWait>>,
+    /// Every memory request, in order ([`FaultInjector::memory_requests`]).
+    memory_requests: Mutex<Vec<MemoryRequest>>,
 }
 
 /// One event wait a [`FaultInjector`] was asked for: the events, in the order given, and the
@@ -974,6 +980,7 @@ impl<P: Platform> FaultInjector<P> {
             holds: Mutex::new(Vec::new()),
             shortened: Mutex::new(HashMap::new()),
             event_waits: Mutex::new(Vec::new()),
+            memory_requests: Mutex::new(Vec::new()),
         }
     }
 
@@ -1018,6 +1025,12 @@ impl<P: Platform> FaultInjector<P> {
     /// [`Platform::wait_any_event`] calls, failed ones included), oldest first.
     pub fn event_waits(&self) -> Vec<EventWait> {
         lock(&self.event_waits).clone()
+    }
+
+    /// Every [`Platform::allocate_memory`] request made through the wrapper so far (failed
+    /// ones included), oldest first.
+    pub fn memory_requests(&self) -> Vec<MemoryRequest> {
+        lock(&self.memory_requests).clone()
     }
 
     /// How many times `method` was called (failed calls included).
@@ -1092,10 +1105,17 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
     type Doorbell = P::Doorbell;
 
     fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk> {
+        lock(&self.memory_requests).push(*request);
         self.check(FaultMethod::AllocateMemory)?;
         let mut chunk = self.inner.allocate_memory(request)?;
         if self.take_tamper(Tamper::HideHostPtr) {
             chunk.host_ptr = None;
+        }
+        if self.take_tamper(Tamper::MisalignHostPtr) {
+            chunk.host_ptr = chunk.host_ptr.map(|p| {
+                // A pointer 64 bytes into the same mapping (chunks are at least 4096 bytes).
+                NonNull::new(p.as_ptr().wrapping_add(64)).unwrap_or(p)
+            });
         }
         if chunk.size_bytes > 4096 && self.take_tamper(Tamper::ShortChunk) {
             lock(&self.shortened).insert(chunk.gpu_va.0, chunk.size_bytes);

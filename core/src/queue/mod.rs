@@ -1015,7 +1015,7 @@ mod aql {
         use crate::abi::queue::QUEUE_FEATURE_AGENT_DISPATCH;
         use crate::packet::EncodedPacket;
         use crate::platform::fake::{FakePlatform, FaultInjector, FaultMethod, Tamper};
-        use crate::platform::Platform;
+        use crate::platform::{MemoryFlags, MemoryKind, MemoryRequest, Platform};
         use crate::queue::ring::INVALID_HEADER_WORD;
         use std::string::ToString;
 
@@ -1411,6 +1411,34 @@ mod aql {
             assert_eq!(status(config(64)), Status::OutOfResources);
             plat.tamper_next(Tamper::HideHostPtr);
             assert_eq!(status(config(64)), Status::InvalidAllocation);
+            // A chunk shorter than asked, or host memory not aligned to its size, is refused
+            // and given back.
+            for tamper in [Tamper::ShortChunk, Tamper::MisalignHostPtr] {
+                plat.tamper_next(tamper);
+                let e = AqlQueue::create(&plat, &config(128)).unwrap_err();
+                assert_eq!(e.status(), Status::InvalidAllocation, "{tamper:?}");
+                assert!(
+                    e.detail()
+                        .to_string()
+                        .ends_with("-aligned chunk of 8192 bytes"),
+                    "{tamper:?}: {e}"
+                );
+            }
+            // The queue's memory: the ring (128 packets of 64 bytes) and the 4 KiB of
+            // amd_queue_t, each system memory the host sees, fine-grained and uncached,
+            // aligned to its size.
+            let before = plat.memory_requests().len();
+            drop(AqlQueue::create(&plat, &config(128)).unwrap());
+            let flags =
+                MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED | MemoryFlags::UNCACHED;
+            let want = [8192, 4096].map(|size_bytes| MemoryRequest {
+                node: NodeId(1),
+                kind: MemoryKind::System,
+                size_bytes,
+                align_bytes: size_bytes,
+                flags,
+            });
+            assert_eq!(plat.memory_requests()[before..], want);
             assert_eq!(
                 plat.inner().live_chunks().len(),
                 0,
