@@ -1134,7 +1134,23 @@ mod aql {
             );
             assert_eq!(q.scratch_size_bytes(), 3328 * 1024);
             assert_eq!(plat.live_chunks().len(), 3);
-            // The same packet again: its 16 bytes already fit.
+            // The processor moves on; the next packet asks for 1 KiB per lane, which is
+            // "large" scratch (3328 x 64 KiB > 140 MiB): only its own 8 waves (2 groups of
+            // one wave on 8 engines), fewer than held but each larger, so it grows.
+            // SAFETY: used only while q lives.
+            unsafe { q.ring() }.read_index().store(1, Ordering::Release);
+            request_scratch(&q, 1024);
+            assert_eq!(q.serve_scratch_request(), Ok(true));
+            let d = q.memory.descriptor_snapshot();
+            assert_eq!(d.compute_tmpring_size, 8 | 64 << 12);
+            assert_eq!(d.scratch_wave64_lane_byte_size, 1024);
+            assert_eq!(q.scratch_size_bytes(), 8 * 65536);
+            assert_eq!(
+                plat.live_chunks().len(),
+                3,
+                "the old scratch was given back"
+            );
+            // The same packet again: its 1 KiB already fits.
             q.inactive_signal().store(1, StoreOrder::Release);
             let e = q.serve_scratch_request().unwrap_err();
             assert_eq!(e.status(), Status::OutOfResources);
@@ -1142,6 +1158,61 @@ mod aql {
             assert_eq!(q.state(), QueueState::Stopped(Status::OutOfResources));
             q.destroy().unwrap();
             assert_eq!(plat.live_chunks().len(), 0);
+        }
+
+        /// A scratch request while the packet at the read index is no kernel dispatch (a
+        /// confused command processor) stops the queue, naming the packet's type.
+        #[test]
+        fn a_scratch_request_on_a_packet_that_is_no_kernel_dispatch_stops_the_queue() {
+            let plat = platform();
+            let q = AqlQueue::create(&plat, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17)).unwrap();
+            let mut r = q.reserve(1).unwrap();
+            let barrier = crate::packet::BarrierAnd {
+                flags: crate::packet::HeaderFlags::SYSTEM,
+                dep_signals: [SignalHandle(0); 5],
+                completion_signal: SignalHandle(0),
+            };
+            let index = r.write_next(&barrier.emit().unwrap()).unwrap();
+            q.ring_doorbell(index).unwrap();
+            q.inactive_signal().store(1, StoreOrder::Release);
+            let e = q.serve_scratch_request().unwrap_err();
+            assert_eq!(e.status(), Status::OutOfResources);
+            assert_eq!(
+                e.detail(),
+                "scratch request for packet 0, whose type 3 is not a kernel dispatch (2)"
+            );
+            assert_eq!(q.state(), QueueState::Stopped(Status::OutOfResources));
+        }
+
+        /// A queue that asks for the default scratch up front (no growth) and cannot get it
+        /// is still made, without scratch (ROCR warns and goes on); one that asked for a size
+        /// fails with the platform's status.
+        #[test]
+        fn scratch_up_front_that_cannot_be_allocated() {
+            let plat = FaultInjector::new(platform());
+            let mut cfg = QueueConfig::new(NodeId(1), 64, 64, 1 << 17);
+            cfg.grow_scratch = false;
+            // Ring, descriptor, then the scratch: the third allocation fails.
+            let third = plat.calls(FaultMethod::AllocateMemory) + 3;
+            plat.fail_nth(FaultMethod::AllocateMemory, third, Status::OutOfResources);
+            let q = AqlQueue::create(&plat, &cfg).unwrap();
+            assert_eq!(q.scratch_size_bytes(), 0);
+            assert_eq!(
+                q.memory
+                    .descriptor_snapshot()
+                    .scratch_backing_memory_location,
+                0
+            );
+            let asked = plat.memory_requests();
+            assert_eq!(asked.len(), 3);
+            assert_eq!(asked[2].kind, MemoryKind::DeviceLocal, "{asked:?}");
+            drop(q);
+            cfg.private_segment_size = Some(16);
+            let third = plat.calls(FaultMethod::AllocateMemory) + 3;
+            plat.fail_nth(FaultMethod::AllocateMemory, third, Status::OutOfResources);
+            let e = AqlQueue::create(&plat, &cfg).unwrap_err();
+            assert_eq!(e.status(), Status::OutOfResources);
+            assert_eq!(plat.inner().live_chunks().len(), 0, "nothing kept");
         }
 
         /// A request above COMPUTE_TMPRING_SIZE.WAVESIZE (131057 bytes per work-item, 8 MiB
@@ -1759,6 +1830,21 @@ mod aql {
             assert_eq!(e.status(), Status::InvalidQueue);
             assert_eq!(e.detail(), inactive);
             q.destroy().unwrap();
+        }
+
+        /// A queue destroyed normally frees its error record (only a queue whose hardware
+        /// queue outlives it keeps the record, below).
+        #[test]
+        fn destroy_frees_the_error_record() {
+            let plat = platform();
+            let q = AqlQueue::create(&plat, &config(64)).unwrap();
+            let record = alloc::sync::Arc::downgrade(q.record.as_ref().unwrap());
+            q.destroy().unwrap();
+            assert!(record.upgrade().is_none(), "the record was freed");
+            let q = AqlQueue::create(&plat, &config(64)).unwrap();
+            let record = alloc::sync::Arc::downgrade(q.record.as_ref().unwrap());
+            drop(q);
+            assert!(record.upgrade().is_none(), "drop frees it too");
         }
 
         #[test]
