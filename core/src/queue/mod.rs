@@ -1375,6 +1375,18 @@ mod aql {
             let (d, d2) = (q.hw_queue().doorbell, q2.hw_queue().doorbell);
             assert_ne!(d, d2);
             assert_eq!(plat.doorbell_writes(), [(d, 3), (d, 7), (d2, 1)]);
+            // Their Debug output names the signal and the platform's doorbell.
+            assert_eq!(
+                std::format!("{:?}", q.doorbell_signal()),
+                std::format!(
+                    "DoorbellSignal {{ handle: {:?}, doorbell: {d:?} }}",
+                    q.doorbell_signal().handle()
+                )
+            );
+            assert_eq!(
+                std::format!("{ringer:?}"),
+                std::format!("DoorbellRinger {{ doorbell: {d:?} }}")
+            );
             drop(q2);
             q.destroy().unwrap();
         }

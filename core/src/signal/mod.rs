@@ -344,6 +344,23 @@ mod tests {
         assert_eq!(core::mem::size_of::<AmdSignal>(), 64);
         // No event: nothing was signaled.
         assert_eq!(plat.signal_event_count(), 0);
+        // Debug names the handle, the kind and the event.
+        assert_eq!(
+            std::format!("{s:?}"),
+            std::format!(
+                "Signal {{ handle: {:?}, kind: User, event: None }}",
+                s.handle()
+            )
+        );
+        let i = pool.create_interrupt(0).unwrap();
+        assert_eq!(
+            std::format!("{i:?}"),
+            std::format!(
+                "Signal {{ handle: {:?}, kind: Interrupt, event: Some({:?}) }}",
+                i.handle(),
+                i.event().unwrap()
+            )
+        );
     }
 
     #[test]
