@@ -888,11 +888,12 @@ pub enum Tamper {
     /// the real one (not 8-byte aligned).
     MisalignMailbox,
     /// The next successful [`Platform::allocate_memory`] reports its chunk 4096 bytes shorter
-    /// than the inner platform made it (a platform that gave less than asked). Freeing the
-    /// short chunk through the wrapper frees the whole one.
+    /// than the inner platform made it, or half as long when it is 4096 bytes or less (a
+    /// platform that gave less than asked). Freeing the short chunk through the wrapper frees
+    /// the whole one.
     ShortChunk,
     /// The next successful [`Platform::allocate_memory`] returns its chunk with `host_ptr`
-    /// 64 bytes past the real mapping (host memory not aligned as asked; freeing goes by the
+    /// 32 bytes past the real mapping (host memory not aligned as asked; freeing goes by the
     /// GPU address, as before).
     MisalignHostPtr,
 }
@@ -1113,13 +1114,13 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
         }
         if self.take_tamper(Tamper::MisalignHostPtr) {
             chunk.host_ptr = chunk.host_ptr.map(|p| {
-                // A pointer 64 bytes into the same mapping (chunks are at least 4096 bytes).
-                NonNull::new(p.as_ptr().wrapping_add(64)).unwrap_or(p)
+                // A pointer 32 bytes into the same mapping (chunks are at least 4096 bytes).
+                NonNull::new(p.as_ptr().wrapping_add(32)).unwrap_or(p)
             });
         }
-        if chunk.size_bytes > 4096 && self.take_tamper(Tamper::ShortChunk) {
+        if chunk.size_bytes > 1 && self.take_tamper(Tamper::ShortChunk) {
             lock(&self.shortened).insert(chunk.gpu_va.0, chunk.size_bytes);
-            chunk.size_bytes -= 4096;
+            chunk.size_bytes -= 4096.min(chunk.size_bytes / 2);
         }
         Ok(chunk)
     }

@@ -291,9 +291,8 @@ impl<H: PlatformRef> SignalPool<H> {
         let addr = raw.as_ptr() as usize;
         let mut slabs = self.slabs.lock();
         for slab in slabs.iter_mut() {
-            let base = slab.host.as_ptr() as usize;
-            if addr >= base && addr < base + SLAB_BYTES as usize {
-                slab.free |= 1u64 << ((addr - base) / 64);
+            if let Some(slot) = slot_of(slab.host.as_ptr() as usize, addr) {
+                slab.free |= 1u64 << slot;
                 return;
             }
         }
@@ -426,6 +425,14 @@ impl<H: PlatformRef> Drop for SignalPool<H> {
     }
 }
 
+/// The slot index (0..64) of the `amd_signal_t` at host address `addr` in the slab whose
+/// first byte is at `base`, or `None` when `addr` is outside that slab (another slab's slot,
+/// even one that starts right where this slab ends).
+fn slot_of(base: usize, addr: usize) -> Option<u32> {
+    let offset = addr.checked_sub(base)?;
+    (offset < SLAB_BYTES as usize).then_some((offset / 64) as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,6 +483,17 @@ mod tests {
     }
 
     #[test]
+    fn a_slot_belongs_to_the_slab_it_lies_in() {
+        let base = 0x10_0000;
+        assert_eq!(slot_of(base, base), Some(0));
+        assert_eq!(slot_of(base, base + 64), Some(1));
+        assert_eq!(slot_of(base, base + 4032), Some(63));
+        // The next slab's first slot, right behind this one, and anything before it.
+        assert_eq!(slot_of(base, base + 4096), None);
+        assert_eq!(slot_of(base, base - 64), None);
+    }
+
+    #[test]
     fn platform_errors_pass_through() {
         let plat = FaultInjector::new(FakePlatform::new());
         plat.fail_next(FaultMethod::AllocateMemory, Status::OutOfResources);
@@ -495,14 +513,45 @@ mod tests {
             0,
             "the event was given back"
         );
-        plat.tamper_next(Tamper::HideHostPtr);
-        let e = pool.create(0).unwrap_err();
-        assert_eq!(e.status(), Status::InvalidAllocation);
+        // A slab without host pointer, shorter than 4096 bytes, or not 64-byte aligned.
+        for tamper in [
+            Tamper::HideHostPtr,
+            Tamper::ShortChunk,
+            Tamper::MisalignHostPtr,
+        ] {
+            plat.tamper_next(tamper);
+            let e = pool.create(0).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidAllocation, "{tamper:?}");
+            assert!(
+                e.detail()
+                    .to_string()
+                    .ends_with("need a 64-aligned host pointer and 4096 bytes"),
+                "{tamper:?}: {e}"
+            );
+            assert_eq!(
+                plat.inner().live_chunks().len(),
+                0,
+                "the chunk was given back ({tamper:?})"
+            );
+        }
+        // A slab is one page of system memory the host sees, fine-grained and uncached.
+        let s = pool.create_interrupt(0).unwrap();
+        let slab = *plat.memory_requests().last().unwrap();
         assert_eq!(
-            plat.inner().live_chunks().len(),
-            0,
-            "the chunk was given back"
+            (slab.kind, slab.size_bytes, slab.align_bytes, slab.flags),
+            (
+                MemoryKind::System,
+                4096,
+                4096,
+                MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED | MemoryFlags::UNCACHED
+            )
         );
+        // An interrupt signal's amd_signal_t: kind USER, its event's mailbox and id.
+        let raw = s.raw();
+        assert_eq!(raw.kind().load(Ordering::Relaxed), AMD_SIGNAL_KIND_USER);
+        let ev = s.event().unwrap();
+        assert_ne!(raw.event_mailbox_ptr().load(Ordering::Relaxed), 0);
+        assert_eq!(raw.event_id(), ev.get());
     }
 
     /// With shared handles a signal keeps its pool, and the pool its platform: dropping
