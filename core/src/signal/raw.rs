@@ -213,3 +213,28 @@ impl Mailbox {
         slot.load(crate::sync::Ordering::Acquire)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mailbox is the slot at the address it was made from: its address, the event id
+    /// posted into it, 0 for none, and a misaligned address refused.
+    #[test]
+    fn a_mailbox_is_the_slot_at_its_address() {
+        let slot = AtomicU64::new(0);
+        let address = &slot as *const AtomicU64 as usize as u64;
+        // SAFETY: `slot` is a live, aligned 64-bit slot, accessed only atomically, and
+        // outlives the mailbox.
+        let m = unsafe { Mailbox::from_address(address) }.unwrap().unwrap();
+        assert_eq!(m.address(), address);
+        m.post(0x1234);
+        assert_eq!(m.load(), 0x1234);
+        assert_eq!(slot.load(crate::sync::Ordering::Relaxed), 0x1234);
+        // SAFETY: 0 is never dereferenced (no mailbox).
+        assert!(unsafe { Mailbox::from_address(0) }.unwrap().is_none());
+        // SAFETY: refused before any use (misaligned).
+        let e = unsafe { Mailbox::from_address(address + 4) }.err().unwrap();
+        assert_eq!(e.status(), crate::status::Status::InvalidArgument);
+    }
+}
