@@ -258,6 +258,8 @@ struct EventState {
 pub struct FakePlatform {
     topology: FakeTopology,
     epoch: Instant,
+    /// [`Platform::timestamp_frequency_hz`] (1 GHz unless set).
+    timestamp_hz: u64,
     memory_limit_bytes: u64,
     memory: FakeMemory,
     chunks: Mutex<BTreeMap<u64, Chunk>>,
@@ -312,6 +314,7 @@ impl FakePlatform {
         FakePlatform {
             topology,
             epoch: Instant::now(),
+            timestamp_hz: 1_000_000_000,
             memory_limit_bytes: 1 << 30,
             memory: FakeMemory::Host,
             chunks: Mutex::new(BTreeMap::new()),
@@ -330,6 +333,13 @@ impl FakePlatform {
             event_waits: AtomicU64::new(0),
             mailboxes: (0..EVENT_CAPACITY).map(|_| AtomicU64::new(0)).collect(),
         }
+    }
+
+    /// Sets the timestamp clock's frequency, Hz (default 1 GHz: ticks are ns); the ticks
+    /// still count real time since the fake was made. A real GPU's is 100 MHz. 0 plays a
+    /// platform that does not know its frequency: it reports 0 and counts ns.
+    pub fn set_timestamp_frequency_hz(&mut self, hz: u64) {
+        self.timestamp_hz = hz;
     }
 
     /// Sets the total bytes of live chunks beyond which `allocate_memory` fails with
@@ -832,11 +842,17 @@ unsafe impl Platform for FakePlatform {
     }
 
     fn timestamp_ticks(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        let ns = self.epoch.elapsed().as_nanos();
+        // 0 Hz (a platform that does not know its clock): the ticks are ns.
+        let hz = match self.timestamp_hz {
+            0 => 1_000_000_000,
+            hz => hz,
+        };
+        u64::try_from(ns * u128::from(hz) / 1_000_000_000).unwrap_or(u64::MAX)
     }
 
     fn timestamp_frequency_hz(&self) -> u64 {
-        1_000_000_000
+        self.timestamp_hz
     }
 }
 

@@ -388,4 +388,22 @@ mod tests {
         assert!(SignalCondition::Gte.holds(0, 0));
         assert!(!SignalCondition::Gte.holds(-1, 0));
     }
+
+    /// The wait clock turns the platform's ticks into ns at the platform's frequency: on a
+    /// 100 MHz clock (a real GPU's), 2 ms of sleep is at least 2,000,000 ns, not the 200,000
+    /// ticks; a platform that reports 0 Hz is read as ns.
+    #[test]
+    fn the_wait_clock_counts_ns_at_the_platforms_frequency() {
+        use crate::platform::fake::FakePlatform;
+        for hz in [100_000_000, 0] {
+            let mut plat = FakePlatform::new();
+            plat.set_timestamp_frequency_hz(hz);
+            let clock = Clock::start(&plat);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            let ns = clock.elapsed_ns();
+            assert!(ns >= 2_000_000, "{hz} Hz: {ns} ns");
+            // Far below a minute: not a saturated or scaled-up count.
+            assert!(ns < 60_000_000_000, "{hz} Hz: {ns} ns");
+        }
+    }
 }
