@@ -210,16 +210,21 @@ impl Backoff {
     }
 
     pub(crate) fn spin(&mut self) {
-        // Under loom every hint is a yield that the model explores: one a round.
-        #[cfg(loom)]
-        let rounds = 1;
-        #[cfg(not(loom))]
-        let rounds = 1u32 << self.0;
-        for _ in 0..rounds {
+        for _ in 0..self.hints() {
             spin_hint();
         }
         if self.0 < 10 {
             self.0 += 1;
+        }
+    }
+
+    /// The spin hints the next [`spin`](Self::spin) gives: 1, 2, 4, ... 1024.
+    fn hints(&self) -> u32 {
+        // Under loom every hint is a yield that the model explores: one a round.
+        if cfg!(loom) {
+            1
+        } else {
+            1 << self.0
         }
     }
 }
@@ -387,6 +392,23 @@ mod tests {
         assert!(!SignalCondition::Lt.holds(0, 0));
         assert!(SignalCondition::Gte.holds(0, 0));
         assert!(!SignalCondition::Gte.holds(-1, 0));
+    }
+
+    /// The backoff doubles its spin hints each round, from 1 up to 1024.
+    #[test]
+    fn backoff_doubles_up_to_1024_hints() {
+        let mut b = Backoff::new();
+        let rounds: std::vec::Vec<u32> = (0..13)
+            .map(|_| {
+                let n = b.hints();
+                b.spin();
+                n
+            })
+            .collect();
+        assert_eq!(
+            rounds,
+            [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 1024, 1024]
+        );
     }
 
     /// The wait clock turns the platform's ticks into ns at the platform's frequency: on a
