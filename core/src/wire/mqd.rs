@@ -535,13 +535,13 @@ impl V9Mqd {
     }
 }
 
-/// Byte offset of dword `n`.
-const fn dword(n: usize) -> usize {
-    n * 4
-}
-
 // Every named field's dword, as `v9_structs.h` places it (its reserved_N dwords at N).
 const _: () = {
+    /// Byte offset of dword `n` (inside the block: rustc 1.85 calls a function used only by
+    /// a `const _` dead).
+    const fn dword(n: usize) -> usize {
+        n * 4
+    }
     assert!(size_of::<V9Mqd>() == V9_MQD_DWORDS * 4);
     assert!(offset_of!(V9Mqd, header) == dword(0));
     assert!(offset_of!(V9Mqd, compute_dispatch_initiator) == dword(1));
