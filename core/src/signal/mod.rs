@@ -363,6 +363,31 @@ mod tests {
         );
     }
 
+    /// An active wait with a timeout polls until the change it waits for, not only until
+    /// the first clock read: a change made 5 ms in (1 s under miri) ends a 60 s wait with the
+    /// new value.
+    #[test]
+    fn an_active_wait_with_a_timeout_sees_a_later_change() {
+        let plat = FakePlatform::new();
+        let pool = SignalPool::new(&plat, NodeId(0));
+        let s = pool.create(1).unwrap();
+        let after = std::time::Duration::from_millis(if cfg!(miri) { 1000 } else { 5 });
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                std::thread::sleep(after);
+                s.store(0, StoreOrder::Release);
+            });
+            let v = s.wait(
+                SignalCondition::Eq,
+                0,
+                60_000_000_000,
+                WaitState::Active,
+                LoadOrder::Acquire,
+            );
+            assert_eq!(v, 0);
+        });
+    }
+
     #[test]
     fn interrupt_signal_notifies_on_every_non_silent_change_while_a_waiter_may_block() {
         let plat = FakePlatform::new();
