@@ -388,6 +388,42 @@ mod tests {
         });
     }
 
+    /// A blocked wait on an interrupt signal spins first (the platform's spin time) and only
+    /// then blocks on the signal's event, for the time left.
+    #[test]
+    fn a_blocked_wait_spins_before_it_blocks_on_the_event() {
+        use crate::platform::fake::FaultInjector;
+        let plat = FaultInjector::new(FakePlatform::new());
+        let pool = SignalPool::new(&plat, NodeId(0));
+        let s = pool.create_interrupt(1).unwrap();
+        let timeout = if cfg!(miri) {
+            2_000_000_000
+        } else {
+            20_000_000
+        };
+        let v = s.wait(
+            SignalCondition::Eq,
+            0,
+            timeout,
+            WaitState::Blocked,
+            LoadOrder::Acquire,
+        );
+        assert_eq!(v, 1, "timed out with the value unchanged");
+        let waits = plat.event_waits();
+        assert!(!waits.is_empty(), "it blocked");
+        let spin = plat.wait_spin_ns();
+        for w in &waits {
+            assert_eq!(
+                (w.events.as_slice(), w.any),
+                ([s.event().unwrap()].as_slice(), false)
+            );
+            assert!(
+                w.timeout_ns <= timeout - spin,
+                "blocked before the spin ended: {waits:?}"
+            );
+        }
+    }
+
     #[test]
     fn interrupt_signal_notifies_on_every_non_silent_change_while_a_waiter_may_block() {
         let plat = FakePlatform::new();
