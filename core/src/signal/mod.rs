@@ -389,7 +389,7 @@ mod tests {
     }
 
     /// A blocked wait on an interrupt signal spins first (the platform's spin time) and only
-    /// then blocks on the signal's event, for the time left.
+    /// then blocks on the signal's event, for the time left (timeout less elapsed).
     #[test]
     fn a_blocked_wait_spins_before_it_blocks_on_the_event() {
         use crate::platform::fake::FaultInjector;
@@ -399,7 +399,7 @@ mod tests {
         let timeout = if cfg!(miri) {
             2_000_000_000
         } else {
-            20_000_000
+            200_000_000
         };
         let v = s.wait(
             SignalCondition::Eq,
@@ -411,6 +411,8 @@ mod tests {
         assert_eq!(v, 1, "timed out with the value unchanged");
         let waits = plat.event_waits();
         assert!(!waits.is_empty(), "it blocked");
+        // The first block is for (about) all the time left: the spin took far less than half.
+        assert!(waits[0].timeout_ns >= timeout / 2, "{waits:?}");
         let spin = plat.wait_spin_ns();
         for w in &waits {
             assert_eq!(
