@@ -162,6 +162,8 @@ fi
 # compiled without `--cfg loom` either, so the mutants the passes above missed in the files
 # with such code are tried against hsa-core's loom tests (core/tests/loom_*.rs), built with
 # `--cfg loom` in a target dir of their own (so the two builds do not invalidate each other).
+# Only those four test targets are built (`--cargo-arg` goes to the build as well as the run):
+# hsa-core's other tests and examples need the fake platform, which loom builds leave out.
 loom_files=()
 for f in "${files[@]}"; do
     # shellcheck disable=SC2086 # $f may be a glob on purpose
@@ -186,8 +188,8 @@ if [ -s "$out/loom-regex.txt" ]; then
     env -u CARGO_TARGET_DIR RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$tree/target/loom" \
         cargo mutants --in-place -d "$tree" --no-shuffle --colors never \
         -o "$out/loom" "${loom_args[@]}" --test-package hsa-core \
-        --cargo-test-arg=--test=loom_queue --cargo-test-arg=--test=loom_signal \
-        --cargo-test-arg=--test=loom_barrier --cargo-test-arg=--test=loom_interrupt \
+        --cargo-arg=--test=loom_queue --cargo-arg=--test=loom_signal \
+        --cargo-arg=--test=loom_barrier --cargo-arg=--test=loom_interrupt \
         -F "$(cat "$out/loom-regex.txt")" || status=$?
     if [ $status -ne 0 ] && [ $status -ne 2 ] && [ $status -ne 3 ]; then
         echo "mutants.sh: cargo mutants (loom) failed (exit $status)" >&2
