@@ -24,7 +24,7 @@
 //! Register segment bases (`base_addr`) are not part of the table: a client that takes its
 //! register offsets from the kernel's `vega20_ip_offset.h` (tinygrad 0.14 does, for every gfx9
 //! target: GC segments 0x2000/0xA000, NBIO segment 2 0xD20) gets the bases the emulated PM4
-//! engine decodes ([`pm4`](super::pm4)); the real bases of gfx942 are in its discovery binary,
+//! engine decodes (`device::pm4`); the real bases of gfx942 are in its discovery binary,
 //! which no kernel source carries, so kfd-emu writes no `base_addr` file.
 
 /// `GC_HWID` (`soc15_hw_ip.h`): the graphics and compute block.

@@ -22,12 +22,12 @@ pub const MACRO_TILE_MODE_ENTRIES: u32 = 16;
 /// The `KFD_IOCTL_MINOR_VERSION` this device answers `GET_VERSION` with (major
 /// [`KFD_IOCTL_MAJOR_VERSION`], 1): the interface whose promises it keeps. Past 1.11
 /// (`kfd_ioctl.h`'s history; what clients do with each, see `docs/kfd-interface-version.md`):
-/// - 1.12, `EXPORT_DMABUF`: served ([`dmabuf`](super::dmabuf)).
+/// - 1.12, `EXPORT_DMABUF`: served (`device::dmabuf`).
 /// - 1.13, the debugger API: `RUNTIME_ENABLE` as amdkfd runs it for a process no debugger
-///   attached to ([`runtime_enable`]); `DBG_TRAP` as amdkfd answers it under
+///   attached to (`process::runtime_enable`); `DBG_TRAP` as amdkfd answers it under
 ///   `sched_policy=2` (`KFD_SCHED_POLICY_NO_HWS`, the emulated CP maps each queue itself,
-///   with no scheduler firmware): `EINVAL` for every operation ([`dbg_trap`]).
-/// - 1.14, event age: `WAIT_EVENTS` tracks `last_event_age` ([`events`](super::events)).
+///   with no scheduler firmware): `EINVAL` for every operation (`process::dbg_trap`).
+/// - 1.14, event age: `WAIT_EVENTS` tracks `last_event_age` (`device::events`).
 ///
 /// Not higher: 1.15 promises that `DRM_IOCTL_AMDGPU_GEM_VA` manages mappings in the
 /// compute VM, and the emulated render node refuses `GEM_VA` (`EINVAL`); 1.16's
