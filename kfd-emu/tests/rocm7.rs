@@ -65,12 +65,14 @@ fn chroot() -> Option<PathBuf> {
     ])
 }
 
-/// This test process's scratch directory on the host, `/opt/hsa-rt/out` inside; it holds
-/// `lib/libhsa-runtime64.so.1`, a link to hsa-rt's library as the chroot sees it.
+/// This test binary's scratch directory on the host, `/opt/hsa-rt/out` inside; it holds
+/// `lib/libhsa-runtime64.so.1`, a link to hsa-rt's library as the chroot sees it. One fixed
+/// directory under cargo's target tmpdir, emptied by each run (a directory per process in
+/// /tmp was left behind by every run).
 fn out_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("kfd-emu-rocm7-{}", std::process::id()));
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kfd-emu-rocm7");
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("lib")).unwrap();
         std::os::unix::fs::symlink(
