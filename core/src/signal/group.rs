@@ -230,7 +230,7 @@ fn wait_any_loop<'a, P: Platform + 'a>(
                     .map(|k| (turn + k) % count)
                     .find(|&i| member(i).event.is_some());
                 if let Some((i, ev)) = owner.and_then(|i| Some((i, member(i).event?))) {
-                    turn = (i + 1) % count;
+                    turn = i + 1; // taken modulo count above
                     if member(i).platform.wait_event(ev, slice).is_err() {
                         // Its event is gone: the signal is polled like the others.
                         backoff.spin();
@@ -507,6 +507,39 @@ mod tests {
                 assert_eq!(w.events, [s.event().unwrap()]);
                 assert!(w.timeout_ns <= MULTI_EVENT_SLICE_NS, "{waits:?}");
             }
+        }
+    }
+
+    /// Several platforms and a polled member: the turns skip the member without an event and
+    /// reach every other one, on its own platform.
+    #[test]
+    fn turns_skip_a_polled_member_and_reach_every_platform() {
+        let (p1, p2): (Inj, Inj) = (
+            FaultInjector::new(FakePlatform::new()),
+            FaultInjector::new(FakePlatform::new()),
+        );
+        let (pool1, pool2) = (
+            SignalPool::new(&p1, NodeId(0)),
+            SignalPool::new(&p2, NodeId(0)),
+        );
+        let polled = pool1.create(1).unwrap();
+        let a = pool1.create_interrupt(1).unwrap();
+        let b = pool2.create_interrupt(1).unwrap();
+        let r = wait_any(
+            &[&polled, &a, &b],
+            &[SignalCondition::Eq; 3],
+            &[0; 3],
+            BLOCKING_NS,
+            WaitState::Blocked,
+        );
+        assert_eq!(r.unwrap(), None);
+        for (p, s) in [(&p1, &a), (&p2, &b)] {
+            let waits = p.event_waits();
+            assert!(!waits.is_empty(), "every evented member gets turns");
+            assert!(
+                waits.iter().all(|w| w.events == [s.event().unwrap()]),
+                "{waits:?}"
+            );
         }
     }
 
