@@ -119,11 +119,15 @@ def summary(out, elapsed, doc, shard, names):
     for name, (path, k) in first.items():
         r = rows.setdefault(module_of(path), empty())
         r["mutants"] += 1
-        # A mutant a later pass catches (without alloc, or in the loom models) is caught.
+        # A mutant a later pass catches (without alloc, or in the loom models) is caught; one
+        # that does not build there either (code only that configuration compiles) is unviable.
         for later, column in ((second, "noalloc"), (third, "loom")):
-            if k == "missed" and later.get(name, (None, None))[1] in ("caught", "timeout"):
+            outcome = later.get(name, (None, None))[1]
+            if k == "missed" and outcome in ("caught", "timeout"):
                 r[column] += 1
-                k = later[name][1]
+                k = outcome
+            elif k == "missed" and outcome == "unviable":
+                k = "unviable"
         r[k] = r.get(k, 0) + 1
         if k == "missed":
             missed.append(name)
