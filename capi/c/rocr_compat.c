@@ -196,6 +196,12 @@ static hsa_status_t find_pool(hsa_amd_memory_pool_t p, void* data) {
   return HSA_STATUS_SUCCESS;
 }
 
+/* HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED (ROCR 6+ hsa_ext_amd.h; Debian's
+ * 5.2.3 header predates it). The built-in GPU is in no xGMI hive, so, as ROCR 6 and 7, hsa-rt
+ * offers its VRAM as coarse-grained and extended-scope fine-grained memory but keeps the
+ * fine-grained VRAM pool from users; the fine VRAM checks below use the extended one. */
+#define POOL_FLAG_EXTENDED_SCOPE_FINE_GRAINED 8u
+
 static hsa_amd_memory_pool_t pool_of(hsa_agent_t agent, uint32_t flags) {
   struct pool_query q = {flags, {0}};
   EXPECT(hsa_amd_agent_iterate_memory_pools(agent, find_pool, &q) == HSA_STATUS_INFO_BREAK);
@@ -240,7 +246,10 @@ static void pool_info(hsa_agent_t cpu, hsa_agent_t gpu) {
   const hsa_amd_memory_pool_link_info_t pcie = {0,    0,    312, 64000, true,
                                                 true, true, HSA_AMD_LINK_INFO_TYPE_PCIE, 20};
   hsa_amd_memory_pool_t vram = pool_of(gpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED);
-  hsa_amd_memory_pool_t vram_fine = pool_of(gpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED);
+  hsa_amd_memory_pool_t vram_fine = pool_of(gpu, POOL_FLAG_EXTENDED_SCOPE_FINE_GRAINED);
+  /* No fine-grained VRAM pool outside a hive. */
+  struct pool_query fine = {HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED, {0}};
+  EXPECT(hsa_amd_agent_iterate_memory_pools(gpu, find_pool, &fine) == HSA_STATUS_SUCCESS);
   hsa_amd_memory_pool_t group = pool_of(gpu, 0);
   hsa_amd_memory_pool_t system = pool_of(cpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED);
   hsa_amd_memory_pool_t kernarg = pool_of(
@@ -280,13 +289,14 @@ static void pool_info(hsa_agent_t cpu, hsa_agent_t gpu) {
 
 static void* alloc_cb(size_t n) { return malloc(n); }
 
-/* hsa_amd_agents_allow_access with the CPU agent on VRAM (coarse- and fine-grained): ROCR
+/* hsa_amd_agents_allow_access with the CPU agent on VRAM (coarse- and extended-scope
+ * fine-grained): ROCR
  * 5.2 accepts it (host access, as rocrtst's IPC and memory tests do); the built-in profile's
  * VRAM is host-visible, so the CPU then reads and writes it, and hsa_amd_pointer_info lists
  * the CPU among the agents that reach it. */
 static void allow_access(hsa_agent_t cpu, hsa_agent_t gpu) {
   uint32_t flags[2] = {HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
-                       HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED};
+                       POOL_FLAG_EXTENDED_SCOPE_FINE_GRAINED};
   for (int i = 0; i < 2; i++) {
     hsa_amd_memory_pool_t vram = pool_of(gpu, flags[i]);
     uint32_t* p = NULL;

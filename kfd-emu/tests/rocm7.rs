@@ -556,7 +556,30 @@ fn rocminfo7_on_ours_under_kfd_emu() {
         "Packet Processor uCode:: 92",
         "SDMA engine uCode::      9",
         "IOMMU Support::          None",
+        "x                        2147483647(0x7fffffff)",
+        "y                        65535(0xffff)",
     ] {
         assert!(stdout.contains(line), "no {line:?} in\n{stdout}");
     }
+    // The pools as ROCR 7.2.4 lists them under kfd-emu but the CPU's extended-scope
+    // fine-grained one, which HIP 5.2 cannot take (core/src/runtime/pools.rs): the CPU's
+    // three, the GPU's coarse and extended fine VRAM (no fine-grained VRAM pool outside an
+    // xGMI hive), then its group segment.
+    let segments: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Segment:"))
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        segments,
+        [
+            "GLOBAL; FLAGS: FINE GRAINED",
+            "GLOBAL; FLAGS: KERNARG, FINE GRAINED",
+            "GLOBAL; FLAGS: COARSE GRAINED",
+            "GLOBAL; FLAGS: COARSE GRAINED",
+            "GLOBAL; FLAGS: EXTENDED FINE GRAINED",
+            "GROUP",
+        ],
+        "{stdout}"
+    );
 }

@@ -181,10 +181,13 @@ fn mi308x_pool_sizes_are_the_mem_banks() {
         let bank = properties(&path.join("mem_banks/0/properties"));
         let kb = bank["size_in_bytes"] / 1024;
         if props["simd_count"] > 0 {
-            // Coarse, extended fine and fine-grained VRAM, then the group segment (LDS).
+            // Coarse, extended fine and fine-grained VRAM (the GPUs are in an xGMI hive), then
+            // the group segment (LDS).
+            assert_ne!(props["hive_id"], 0, "node {id}");
             assert_eq!(pools[..3], [kb, kb, kb], "node {id}");
             assert_eq!(pools[3], props["lds_size_in_kb"], "node {id}");
         } else {
+            // Fine, kernarg and coarse-grained system memory.
             assert_eq!(pools, &vec![kb, kb, kb], "node {id}");
         }
     }

@@ -2,9 +2,15 @@
 //! banks the way ROCR lays them out:
 //!
 //! - every CPU agent: system memory as a fine-grained pool, a kernarg (+ fine-grained) pool
-//!   and a coarse-grained pool; 4 KiB granule and alignment; accessible by all agents;
+//!   and a coarse-grained pool; 4 KiB granule and alignment; accessible by all agents. ROCR 7
+//!   adds an extended-scope fine-grained system pool after the fine-grained one; hsa-rt does
+//!   not, because HIP 5.2's runtime aborts on a system pool that is neither fine- nor
+//!   coarse-grained (its assertion "Memory Segments that are not fine grained has to be
+//!   coarse grained"), and one library serves HIP 5.2 and 7;
 //! - every GPU agent with local memory (a frame-buffer bank): VRAM as a coarse-grained pool,
-//!   an extended-scope fine-grained pool and a fine-grained pool; 4 KiB granule, 2 MiB
+//!   an extended-scope fine-grained pool and, when the GPU is in an xGMI hive (`hive_id` not
+//!   0), a fine-grained pool (ROCR's `GpuAgent::InitRegionList` makes that one user-visible
+//!   only then, or with `HSA_FINE_GRAIN_PCIE`, which hsa-rt does not read); 4 KiB granule, 2 MiB
 //!   recommended granule; not accessible by other agents by default, but the agents ROCR
 //!   reports `DISALLOWED_BY_DEFAULT` for (see [`Runtime::agent_pool_info`]) may be given
 //!   access with `hsa_amd_agents_allow_access`: the CPU (host access, when the VRAM is
@@ -227,11 +233,19 @@ pub(super) fn build_pools<H: PlatformRef>(
         let size = local_bytes(&**platform, index, agent);
         if size > 0 {
             let host_access = host_visible_vram(&**platform, index);
-            for flags in [
+            // VRAM as fine-grained (uncached) memory is offered over xGMI only: ROCR makes
+            // the pool user-visible when the GPU is in a hive (or HSA_FINE_GRAIN_PCIE is set,
+            // which hsa-rt does not read).
+            let in_hive = agent.node_properties().hive_id != 0;
+            let flag_sets = [
                 GlobalFlags::COARSE_GRAINED,
                 GlobalFlags::EXTENDED_SCOPE_FINE_GRAINED,
                 GlobalFlags::FINE_GRAINED,
-            ] {
+            ];
+            for flags in flag_sets
+                .into_iter()
+                .filter(|f| in_hive || *f != GlobalFlags::FINE_GRAINED)
+            {
                 let mut info = PoolInfo::new(owner, flags, size);
                 info.memory_kind = MemoryKind::DeviceLocal;
                 info.alloc_rec_granule_bytes = GPU_REC_GRANULE_BYTES;
@@ -443,6 +457,20 @@ mod tests {
                 GlobalFlags::FINE_GRAINED,
                 GlobalFlags::KERNARG | GlobalFlags::FINE_GRAINED,
                 GlobalFlags::COARSE_GRAINED
+            ]
+        );
+        // The fake MI210 is in no hive: VRAM as coarse and extended-scope fine-grained memory,
+        // no fine-grained VRAM pool (rocminfo 7.2.4 on ROCR under kfd-emu lists the same).
+        let gpu_flags: Vec<_> = rt
+            .agent_pools(gpu)
+            .filter(|p| p.info().segment == Segment::Global)
+            .map(|p| p.info().global_flags)
+            .collect();
+        assert_eq!(
+            gpu_flags,
+            [
+                GlobalFlags::COARSE_GRAINED,
+                GlobalFlags::EXTENDED_SCOPE_FINE_GRAINED
             ]
         );
         let gpu_pools: Vec<_> = rt
