@@ -556,6 +556,9 @@ fn rocminfo7_on_ours_under_kfd_emu() {
         "Packet Processor uCode:: 92",
         "SDMA engine uCode::      9",
         "IOMMU Support::          None",
+        // The CPU's L1 data cache from kfd-emu's CPU-cache tree (32 KiB), read as libhsakmt
+        // reads it; ROCR prints 32768 KB here, its CACHE_SIZE being 1024 times the bytes.
+        "L1:                      32(0x20) KB",
         "x                        2147483647(0x7fffffff)",
         "y                        65535(0xffff)",
     ] {

@@ -68,6 +68,10 @@ macro_rules! set_name {
 /// The topology root on a live Linux system.
 pub const DEFAULT_ROOT: &str = "/sys/devices/virtual/kfd/kfd/topology";
 
+/// The host's system device tree, where libhsakmt reads the CPU nodes' caches
+/// ([`Topology::cpu_caches_from`]).
+pub const HOST_SYSTEM_ROOT: &str = "/sys/devices/system";
+
 /// Largest file the reader accepts, bytes. Real properties files are under 2 KiB; a CPU cache's
 /// `sibling_map` on a large machine is the longest line, a few KiB.
 pub const MAX_FILE_BYTES: usize = 64 * 1024;
@@ -342,7 +346,65 @@ impl Topology {
     pub fn read_default() -> Result<Topology, Error> {
         let mut t = Topology::read(Path::new(DEFAULT_ROOT))?;
         t.name_cpus_from_host();
+        if let Err(e) = t.cpu_caches_from(&Filesystem, Path::new(HOST_SYSTEM_ROOT)) {
+            // The caches are informational (HSA_AGENT_INFO_CACHE_SIZE, the cache API): the
+            // runtime runs without them, as libhsakmt does when the tree is absent.
+            log::warn!("CPU caches left out: {}", e.detail());
+        }
         Ok(t)
+    }
+
+    /// Gives each CPU node that has no caches (amdkfd reports none for CPUs) the caches of
+    /// the host's CPU cache tree under `system` (normally [`HOST_SYSTEM_ROOT`]), as libhsakmt's
+    /// `topology_get_cpu_cache_props` does: for CPU node `N`, every `cpu<P>` directory of
+    /// `node/node<N>` (for node 0 without that directory, of `cpu`, as a kernel without NUMA
+    /// has it), in the order of P, and in each every `cache/index<K>` whose `shared_cpu_list`
+    /// starts with P (a cache shared by several CPUs is listed once, for the first); its
+    /// `level`, `type` (`Data` 1, `Instruction` 2, `Unified` 3, with the CPU bit 4), `size`
+    /// (KiB: `32K`, `1M`) and `coherency_line_size` (bytes). `processor_id_low` is P. Nodes
+    /// that have caches, and CPU nodes without a tree, are left as they are.
+    ///
+    /// # Errors
+    /// [`Status::Error`] naming the file that cannot be read or parsed (the nodes before it
+    /// keep what was read).
+    pub fn cpu_caches_from(&mut self, tree: &dyn SysfsTree, system: &Path) -> Result<(), Error> {
+        for (index, node) in self.nodes.iter_mut().enumerate() {
+            let p = &node.properties;
+            if p.simd_count != 0 || p.cpu_cores_count == 0 || !node.caches.is_empty() {
+                continue;
+            }
+            let mut dir = system.join("node").join(format!("node{index}"));
+            let mut cpus = prefixed_entries(tree, &dir, "cpu")?;
+            if cpus.is_empty() && index == 0 {
+                dir = system.join("cpu");
+                cpus = prefixed_entries(tree, &dir, "cpu")?;
+            }
+            let mut caches = Vec::new();
+            for (cpu, cpu_dir) in cpus {
+                let cache_dir = cpu_dir.join("cache");
+                for (_, d) in prefixed_entries(tree, &cache_dir, "index")? {
+                    let first = read_capped(tree, &d.join("shared_cpu_list"))?;
+                    let first = first
+                        .trim()
+                        .split([',', '-'])
+                        .next()
+                        .and_then(|n| n.parse::<u32>().ok());
+                    if first != Some(cpu) {
+                        continue;
+                    }
+                    if caches.len() == MAX_ENTRIES {
+                        return Err(error!(
+                            Status::Error,
+                            "{}: more than {MAX_ENTRIES} CPU caches (MAX_ENTRIES)",
+                            dir.display()
+                        ));
+                    }
+                    caches.push(read_cpu_cache(tree, &d, cpu)?);
+                }
+            }
+            node.caches = caches;
+        }
+        Ok(())
     }
 
     /// Names the CPU nodes that have no name after this machine's `/proc/cpuinfo`
@@ -661,6 +723,100 @@ fn read_capped(tree: &dyn SysfsTree, path: &Path) -> Result<String, Error> {
         let e = io::Error::from(io::ErrorKind::NotFound);
         error!(Status::Error, "{}: cannot open: {e}", path.display())
     })
+}
+
+/// One `cache/index<K>` directory of CPU `cpu` ([`Topology::cpu_caches_from`]).
+fn read_cpu_cache(tree: &dyn SysfsTree, dir: &Path, cpu: u32) -> Result<Cache, Error> {
+    let number = |name: &str| -> Result<u32, Error> {
+        let path = dir.join(name);
+        let v = parse_single_number(&read_capped(tree, &path)?, &path)?;
+        u32::try_from(v).map_err(|_| {
+            error!(
+                Status::Error,
+                "{}:1: {v} does not fit 32 bits",
+                path.display()
+            )
+        })
+    };
+    let type_path = dir.join("type");
+    let kind = match read_capped(tree, &type_path)?.trim() {
+        "Data" => 1,
+        "Instruction" => 2,
+        "Unified" => 3,
+        other => {
+            return Err(error!(
+                Status::Error,
+                "{}:1: '{}' is not Data, Instruction or Unified",
+                type_path.display(),
+                shorten(other)
+            ))
+        }
+    };
+    let size_path = dir.join("size");
+    let size = read_capped(tree, &size_path)?;
+    let size = size.trim();
+    let (digits, scale) = match size.strip_suffix('K') {
+        Some(d) => (d, 1),
+        None => match size.strip_suffix('M') {
+            Some(d) => (d, 1024),
+            None => (size, 0),
+        },
+    };
+    let size_kib = digits
+        .parse::<u32>()
+        .ok()
+        .filter(|_| scale != 0)
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| {
+            error!(
+                Status::Error,
+                "{}:1: '{}' is not a size in K or M",
+                size_path.display(),
+                shorten(size)
+            )
+        })?;
+    Ok(Cache {
+        processor_id_low: cpu,
+        level: number("level")?,
+        size_kib,
+        cache_line_size_bytes: number("coherency_line_size")?,
+        cache_type: kind | 4,
+    })
+}
+
+/// The entries of `dir` named `<prefix><number>` (`cpu3`, `index0`), sorted by number; empty
+/// when `dir` does not exist.
+fn prefixed_entries(
+    tree: &dyn SysfsTree,
+    dir: &Path,
+    prefix: &str,
+) -> Result<Vec<(u32, PathBuf)>, Error> {
+    let names = match tree.list_dir(dir) {
+        Ok(names) => names,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(error!(Status::Error, "{}: cannot list: {e}", dir.display())),
+    };
+    let mut out = Vec::new();
+    for name in names {
+        let Some(n) = name
+            .to_str()
+            .and_then(|s| s.strip_prefix(prefix))
+            .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if out.len() == MAX_ENTRIES {
+            return Err(error!(
+                Status::Error,
+                "{}: more than {MAX_ENTRIES} {prefix}<N> entries (MAX_ENTRIES)",
+                dir.display()
+            ));
+        }
+        out.push((n, dir.join(&name)));
+    }
+    out.sort_by_key(|(n, _)| *n);
+    Ok(out)
 }
 
 /// Like [`read_capped`] but `None` when the file does not exist.

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use hsa_core::isa::Processor;
-use hsa_core::platform::{DeviceType, HeapType};
+use hsa_core::platform::{Cache, DeviceType, HeapType};
 use hsa_core::runtime::{Agent, AgentHandle};
 use hsa_core::Status;
 use hsa_linux::topology::{
@@ -877,4 +877,99 @@ fn agent_isa_is_the_topology_isa() {
         gpus += usize::from(agent.isa().is_some());
     }
     assert!(gpus >= 24, "{gpus} GPU nodes checked");
+}
+
+/// A host CPU cache tree as sysfs writes it (two SMT siblings of one core: cpu0 and cpu1 share
+/// every cache; cpu2 on a second core has its own L1d, L1i and L2 and shares the L3).
+fn host_cache_tree(tree: &mut MemoryTree, cpus_dir: &str) {
+    let caches = [
+        // (cpu, index, level, type, size, shared_cpu_list)
+        (0, 0, 1, "Data", "32K", "0-1"),
+        (0, 1, 1, "Instruction", "32K", "0-1"),
+        (0, 2, 2, "Unified", "1024K", "0-1"),
+        (0, 3, 3, "Unified", "32M", "0-2"),
+        (1, 0, 1, "Data", "32K", "0-1"),
+        (1, 1, 1, "Instruction", "32K", "0-1"),
+        (1, 2, 2, "Unified", "1024K", "0-1"),
+        (1, 3, 3, "Unified", "32M", "0-2"),
+        (2, 0, 1, "Data", "48K", "2"),
+        (2, 1, 1, "Instruction", "32K", "2"),
+        (2, 2, 2, "Unified", "2M", "2"),
+        (2, 3, 3, "Unified", "32M", "0-2"),
+    ];
+    for (cpu, index, level, kind, size, shared) in caches {
+        let d = format!("{cpus_dir}/cpu{cpu}/cache/index{index}");
+        tree.add_file(format!("{d}/level"), format!("{level}\n"));
+        tree.add_file(format!("{d}/type"), format!("{kind}\n"));
+        tree.add_file(format!("{d}/size"), format!("{size}\n"));
+        tree.add_file(format!("{d}/coherency_line_size"), "64\n");
+        tree.add_file(format!("{d}/shared_cpu_list"), format!("{shared}\n"));
+    }
+    tree.add_file(format!("{cpus_dir}/cpulist"), "0-2\n");
+}
+
+/// libhsakmt's CPU caches (`topology_get_cpu_cache_props`): amdkfd gives a CPU node none, so
+/// they come from `/sys/devices/system/node/node<N>/cpu<P>/cache/index<K>`, each shared cache
+/// once (for the first CPU of its `shared_cpu_list`), sizes in KiB, the CPU bit in the type;
+/// without `node/`, node 0's from `/sys/devices/system/cpu`. A GPU node keeps KFD's caches.
+#[test]
+fn cpu_nodes_take_their_caches_from_the_host_cache_tree() {
+    let Some(root) = dump("mi210-8gpu-xgmi-pcie-topology") else {
+        return;
+    };
+    let mut t = Topology::read(&root).unwrap();
+    let gpu_caches = t.nodes[2].caches.clone();
+    assert!(t.nodes[0].caches.is_empty() && t.nodes[1].caches.is_empty());
+    let mut tree = MemoryTree::new();
+    host_cache_tree(&mut tree, "/s/node/node0");
+    host_cache_tree(&mut tree, "/s/node/node1");
+    t.cpu_caches_from(&tree, Path::new("/s")).unwrap();
+    let c = |cpu: u32, level: u32, size_kib: u32, kind: u32| Cache {
+        processor_id_low: cpu,
+        level,
+        size_kib,
+        cache_line_size_bytes: 64,
+        cache_type: kind | 4,
+    };
+    let want = vec![
+        c(0, 1, 32, 1),
+        c(0, 1, 32, 2),
+        c(0, 2, 1024, 3),
+        c(0, 3, 32 * 1024, 3),
+        c(2, 1, 48, 1),
+        c(2, 1, 32, 2),
+        c(2, 2, 2048, 3),
+    ];
+    assert_eq!(t.nodes[0].caches, want);
+    assert_eq!(t.nodes[1].caches, want);
+    assert_eq!(t.nodes[2].caches, gpu_caches);
+    // ROCR's CPU agent keeps the data-only caches: HSA_AGENT_INFO_CACHE_SIZE is L1d's (the
+    // last CPU's of a level, 48 KiB) and nothing for the unified levels.
+    let cpu = Agent::new(
+        AgentHandle::from_index(0),
+        t.nodes[0].properties.clone(),
+        t.nodes[0].caches.iter().copied(),
+        0,
+        0,
+        false,
+    );
+    assert_eq!(cpu.cache_sizes_bytes(), [48 * 1024, 0, 0, 0]);
+
+    // A kernel without NUMA: node 0's CPUs under /s/cpu.
+    let mut t = Topology::read(&root).unwrap();
+    let mut tree = MemoryTree::new();
+    host_cache_tree(&mut tree, "/s/cpu");
+    t.cpu_caches_from(&tree, Path::new("/s")).unwrap();
+    assert_eq!(t.nodes[0].caches, want);
+    assert!(t.nodes[1].caches.is_empty());
+
+    // A size that is not K or M names the file.
+    let mut t = Topology::read(&root).unwrap();
+    tree.add_file("/s/cpu/cpu2/cache/index2/size", "2G\n");
+    let e = t.cpu_caches_from(&tree, Path::new("/s")).unwrap_err();
+    assert_eq!(e.status(), Status::Error);
+    assert_eq!(
+        e.detail().to_string(),
+        "/s/cpu/cpu2/cache/index2/size:1: '2G' is not a size in K or M"
+    );
 }

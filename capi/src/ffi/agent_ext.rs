@@ -54,7 +54,9 @@ const CACHE_TYPE_HSACU: u32 = 8;
 /// One cache of an agent, as `hsa_cache_get_info` reports it.
 struct AgentCache {
     level: u32,
-    size_kib: u32,
+    /// What `HSA_CACHE_INFO_SIZE` answers: KFD's KiB for a GPU cache, bytes for a CPU cache
+    /// (libhsakmt reads a CPU's cache sizes from sysfs in bytes and ROCR passes both through).
+    size: u32,
 }
 
 /// The data caches of an agent ROCR 5.2 lists (`GpuAgent::InitCacheList`,
@@ -74,7 +76,11 @@ fn caches(st: &State, a: &Agent) -> Vec<AgentCache> {
         .filter(|c| c.cache_type & wanted != 0 && c.cache_type & CACHE_TYPE_INSTRUCTION == 0)
         .map(|c| AgentCache {
             level: c.level,
-            size_kib: c.size_kib,
+            size: if a.is_gpu() {
+                c.size_kib
+            } else {
+                c.size_kib.saturating_mul(1024)
+            },
         })
         .collect()
 }
@@ -122,9 +128,10 @@ pub unsafe extern "C" fn hsa_agent_iterate_caches(
 }
 
 /// `hsa_cache_get_info`: `NAME_LENGTH`, `NAME`, `LEVEL` (`uint8_t`), `SIZE` (`uint32_t`), as ROCR
-/// 5.2 answers them: `NAME` is a `const char*` to `"<agent name> L<level>"` and `SIZE` is KFD's
-/// figure in KiB (`hsa.h` documents a character array and bytes; applications written against
-/// ROCR read what ROCR writes).
+/// 5.2 to 7.2 answer them: `NAME` is a `const char*` to `"<agent name> L<level>"` and `SIZE`
+/// is the thunk's figure: KFD's KiB for a GPU cache, bytes for a CPU cache (libhsakmt reads
+/// those from the host's sysfs in bytes). `hsa.h` documents a character array and bytes;
+/// applications written against ROCR read what ROCR writes.
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_CACHE`; `INVALID_ARGUMENT` for a NULL `value` or an unknown
@@ -154,7 +161,7 @@ pub unsafe extern "C" fn hsa_cache_get_info(
                     put::<*const c_char>(value, s.as_ptr())
                 }
                 HSA_CACHE_INFO_LEVEL => put::<u8>(value, c.level as u8),
-                HSA_CACHE_INFO_SIZE => put::<u32>(value, c.size_kib),
+                HSA_CACHE_INFO_SIZE => put::<u32>(value, c.size),
                 other => return Err(bad_attribute("cache", other)),
             }
         }

@@ -139,14 +139,22 @@ impl Agent {
         xnack_on: bool,
     ) -> Agent {
         let mut cache_sizes_bytes = [0u32; 4];
+        let is_cpu = node.simd_count == 0;
         for cache in caches {
-            // HSA_CACHE_TYPE_DATA (1): the data (or unified) cache of each level, first one.
             let level = cache.level as usize;
-            if (1..=4).contains(&level)
-                && cache.cache_type & 1 != 0
-                && cache_sizes_bytes[level - 1] == 0
-            {
-                cache_sizes_bytes[level - 1] = cache.size_kib.saturating_mul(1024);
+            if !(1..=4).contains(&level) {
+                continue;
+            }
+            let size = cache.size_kib.saturating_mul(1024);
+            if is_cpu {
+                // ROCR's CpuAgent: the CPU-type caches without the instruction bit (a unified
+                // cache has it), the last one of each level.
+                if cache.cache_type & 4 != 0 && cache.cache_type & 2 == 0 {
+                    cache_sizes_bytes[level - 1] = size;
+                }
+            } else if cache.cache_type & 1 != 0 && cache_sizes_bytes[level - 1] == 0 {
+                // HSA_CACHE_TYPE_DATA (1): the data (or unified) cache of each level, first one.
+                cache_sizes_bytes[level - 1] = size;
             }
         }
         // The same derivation every other view of a node uses (one ISA model).
