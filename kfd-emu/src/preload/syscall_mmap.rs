@@ -15,7 +15,7 @@
 //! almost never mapped there. The library's `SIGSYS` handler reads the call's arguments from
 //! the signal's register context and
 //! - for a descriptor that stands for a device file, maps it exactly as the interposed libc
-//!   `mmap` does ([`crate::interpose::serve_mmap`]: same pages, same errors, same trace line)
+//!   `mmap` does (`interpose::serve_mmap`: same pages, same errors, same trace line)
 //!   and returns the address, or `-errno` as the kernel would, in `rax`;
 //! - for any other descriptor, makes the system call itself with `MAP_EXECUTABLE` added,
 //!   which the filter lets through and the kernel ignores (mmap(2): "This flag is ignored",
@@ -23,7 +23,7 @@
 //!
 //! Every other system call, and every other `mmap`, never leaves the kernel: a process pays
 //! nothing for the filter but on its mappings at such offsets. The handler keeps `errno`.
-//! A `SIGSYS` that is not this filter's (its `si_errno` is not [`TRAP_DATA`]) goes to the
+//! A `SIGSYS` that is not this filter's (its `si_errno` is not `TRAP_DATA`, 0x4b46) goes to the
 //! handler that was installed before, or kills the process as the default action does.
 //!
 //! A filter outlives `exec`. A program exec'd from a client gets the library again
@@ -97,10 +97,11 @@ mod imp {
     const ARCH: u32 = 4;
     const FLAGS_LO: u32 = 16 + 3 * 8;
     const OFFSET_HI: u32 = 16 + 5 * 8 + 4;
-    // Classic BPF opcodes (`linux/filter.h`, `linux/bpf_common.h`).
-    const LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
-    const JEQ_K: u16 = 0x05 | 0x10;
-    const JSET_K: u16 = 0x05 | 0x40;
+    // Classic BPF opcodes (`linux/bpf_common.h`): BPF_LD|BPF_W|BPF_ABS (0x00|0x00|0x20),
+    // BPF_JMP|BPF_JEQ|BPF_K (0x05|0x10|0x00), BPF_JMP|BPF_JSET|BPF_K, BPF_RET|BPF_K.
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const JSET_K: u16 = 0x45;
     const RET_K: u16 = 0x06;
 
     fn stmt(code: u16, k: u32) -> libc::sock_filter {
