@@ -72,6 +72,14 @@ int main(int argc, char** argv) {
          HSA_STATUS_ERROR_INVALID_ARGUMENT);
   hsa_agent_t bogus = {12345};
   EXPECT(hsa_agent_get_info(bogus, HSA_AGENT_INFO_NAME, name) == HSA_STATUS_ERROR_INVALID_AGENT);
+  /* Grid maxima as ROCR 7.2.4 answers them (GpuAgent::GetInfo, Isa::GetInfo): INT32_MAX along
+   * x, UINT16_MAX along y and z; the grid size UINT32_MAX. */
+  hsa_dim3_t grid = {0, 0, 0};
+  uint32_t grid_size = 0;
+  OK(hsa_agent_get_info(gpu[1], HSA_AGENT_INFO_GRID_MAX_DIM, &grid));
+  EXPECT(grid.x == 2147483647u && grid.y == 65535u && grid.z == 65535u);
+  OK(hsa_agent_get_info(gpu[1], HSA_AGENT_INFO_GRID_MAX_SIZE, &grid_size));
+  EXPECT(grid_size == 4294967295u);
 
   /* Signals: every operation. */
   OK(hsa_signal_create(10, 0, NULL, &s));

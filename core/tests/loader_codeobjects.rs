@@ -643,6 +643,20 @@ fn metadata_descriptor_disagreement_names_kernel_and_field() {
     let e = CodeObject::parse(&bytes).unwrap_err();
     assert_eq!(e.status(), Status::InvalidCodeObject);
     assert_eq!(e.detail(), "kernel \"vector_copy\": kernarg_segment_size is 16 in metadata but 99 in the kernel descriptor");
+    // A descriptor kernarg_size of 0 states no size (the assembler's default without
+    // `.amdhsa_kernarg_size`, as in rocBLAS 7's Tensile kernels): the kernel loads, and its
+    // symbol gives the metadata's 16 bytes.
+    let bytes = patched("kernels-gfx900-v5.hsaco", 0xa80 + 8, &0u32.to_le_bytes());
+    let co = CodeObject::parse(&bytes).unwrap();
+    let agent = agent_for(&co);
+    let platform = platform();
+    let mut exe = Executable::new(&platform);
+    exe.load_code_object(NodeId(1), &agent, &bytes, MemoryKind::System)
+        .unwrap();
+    let sym = exe
+        .symbol_by_name("vector_copy.kd", Some(NodeId(1)))
+        .unwrap();
+    assert_eq!(sym.kernel.as_ref().unwrap().kernarg_segment_size, 16);
     // group segment of local_reverse.kd (0xb00).
     let bytes = patched("kernels-gfx900-v5.hsaco", 0xb00, &512u32.to_le_bytes());
     let e = CodeObject::parse(&bytes).unwrap_err();
@@ -673,6 +687,62 @@ fn metadata_descriptor_disagreement_names_kernel_and_field() {
     );
     let e = CodeObject::parse(&bytes).unwrap_err();
     assert!(e.detail().to_string().contains("uses_dynamic_stack"), "{e}");
+}
+
+/// A code object linked from two objects has two metadata notes (rocBLAS's Tensile libraries:
+/// one per kernel); its kernels are those of both, in file order, and each loads as a symbol.
+/// Reading only one note (the loader took the last) left HIP's lookups of the others failing.
+#[test]
+fn kernels_of_every_metadata_note_are_loaded() {
+    let file = "linked/kernels+more-gfx90a-v5.hsaco";
+    let bytes = read(file);
+    let co = CodeObject::parse(&bytes).unwrap();
+    // kernels.cl's three, then kernels_more.cl's five (llvm-readelf-19 --notes: two notes).
+    let names: Vec<&str> = co.kernels().map(|k| k.unwrap().metadata.name).collect();
+    assert_eq!(
+        names,
+        [
+            "vector_copy",
+            "vector_add",
+            "local_reverse",
+            "branchy",
+            "loop_sum",
+            "saxpy_clamp",
+            "mixed_args",
+            "group_sum"
+        ]
+    );
+    assert_eq!(co.kernel_count(), 8);
+    assert_eq!(co.metadata().kernel_count(), 3, "the first note's own");
+    let platform = platform();
+    let mut exe = Executable::new(&platform);
+    exe.load_code_object(NodeId(1), &agent_for(&co), &bytes, MemoryKind::System)
+        .unwrap();
+    for name in names {
+        let sym = exe
+            .symbol_by_name(&format!("{name}.kd"), Some(NodeId(1)))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(sym.kind, SymbolKind::Kernel);
+    }
+    // Notes that disagree on amdhsa.version: the second note's [1, 2] made [1, 1] (the
+    // MessagePack array 0x92 0x01 0x02 after the second "amdhsa.version" key).
+    let raw = bytes.as_bytes();
+    let key = b"amdhsa.version";
+    let at: Vec<usize> = raw
+        .windows(key.len() + 3)
+        .enumerate()
+        .filter(|(_, w)| w[..key.len()] == key[..] && w[key.len()..] == [0x92, 1, 2])
+        .map(|(i, _)| i + key.len() + 2)
+        .collect();
+    assert_eq!(at.len(), 2, "one version per note");
+    let e = CodeObject::parse(&patched(file, at[1], &[1])).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidCodeObject);
+    assert_eq!(
+        e.detail().to_string(),
+        "metadata note 1: amdhsa.version [1, 1] and amdhsa.target \
+         Some(\"amdgcn-amd-amdhsa--gfx90a\") differ from the first note's [1, 2] and \
+         Some(\"amdgcn-amd-amdhsa--gfx90a\")"
+    );
 }
 
 #[test]

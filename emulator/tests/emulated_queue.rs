@@ -517,12 +517,36 @@ fn create_queue_checks_its_arguments() {
         // GPU (its ioctl's `# Safety`); the good ones are the arena's, as in `setup`.
         unsafe { s.d.ioctl(AMDKFD_IOC_CREATE_QUEUE, q.as_mut_bytes()) }
     };
-    // A queue type amdkfd does not know (PM4 compute queues are emulated: tests/pm4_queue.rs).
-    assert_eq!(try_create(&|q| q.queue_type = 4), Err(Errno::INVAL));
+    // A queue type amdkfd does not know (PM4 compute queues are emulated: tests/pm4_queue.rs)
+    // is set_queue_properties_from_user's ENOTSUPP, the kernel-internal 524.
+    assert_eq!(
+        try_create(&|q| q.queue_type = 4),
+        Err(Errno::from_raw_os_error(524))
+    );
     assert_eq!(try_create(&|q| q.ring_size = 1536), Err(Errno::INVAL));
-    assert_eq!(try_create(&|q| q.ring_size = 512), Err(Errno::INVAL));
     assert_eq!(try_create(&|q| q.gpu_id = 7), Err(Errno::INVAL));
     assert_eq!(try_create(&|q| q.queue_percentage = 101), Err(Errno::INVAL));
+    // Bits 8-15 of queue_percentage are the PM4 target XCC, not part of the percentage.
+    assert_eq!(
+        try_create(&|q| q.queue_percentage = 101 | 1 << 8),
+        Err(Errno::INVAL)
+    );
+    // A ring smaller than KFD_MIN_QUEUE_RING_SIZE (or 0) is raised to 1024 bytes and the
+    // ioctl writes the size back, as set_queue_properties_from_user does; the percentage with
+    // an XCC id in bits 8-15 is accepted.
+    for (ring_size, percentage) in [(512, 100), (0, 100 | 1 << 8)] {
+        let mut q = good;
+        q.ring_size = ring_size;
+        q.queue_percentage = percentage;
+        // SAFETY: as for `setup`'s queue: the same arena memory.
+        unsafe { calls::create_queue(&*s.d, &mut q) }.unwrap();
+        assert_eq!(q.ring_size, 1024);
+        let mut dq = DestroyQueueArgs {
+            queue_id: q.queue_id,
+            pad: 0,
+        };
+        plain_ioctl(&*s.d, &mut dq).unwrap();
+    }
     assert_eq!(
         try_create(&|q| q.ring_base_address = 0x6000_0000_0000),
         Err(Errno::INVAL)
@@ -557,12 +581,27 @@ fn create_queue_checks_its_arguments() {
     // SAFETY: the ring is the queue's own (EmulatedKfd refuses to move a ring and uses
     // UPDATE_QUEUE's address for nothing else).
     unsafe { s.d.ioctl(AMDKFD_IOC_UPDATE_QUEUE, u.as_mut_bytes()) }.unwrap();
-    u.queue_priority = 16;
-    assert_eq!(
-        // SAFETY: as above.
-        unsafe { s.d.ioctl(AMDKFD_IOC_UPDATE_QUEUE, u.as_mut_bytes()) },
-        Err(Errno::INVAL)
-    );
+    // The XCC id in bits 8-15 is not part of the percentage; a ring size of 0 is the
+    // queue's 1024 bytes (raised to KFD_MIN_QUEUE_RING_SIZE, as kfd_ioctl_update_queue).
+    u.queue_percentage = 50 | 1 << 8;
+    u.ring_size = 0;
+    // SAFETY: as above.
+    unsafe { s.d.ioctl(AMDKFD_IOC_UPDATE_QUEUE, u.as_mut_bytes()) }.unwrap();
+    for edit in [
+        |u: &mut UpdateQueueArgs| u.queue_priority = 16,
+        |u: &mut UpdateQueueArgs| u.queue_percentage = 101 | 1 << 8,
+        |u: &mut UpdateQueueArgs| u.ring_size = 1536,
+        |u: &mut UpdateQueueArgs| u.ring_size = 2048,
+    ] {
+        let mut bad = u;
+        edit(&mut bad);
+        assert_eq!(
+            // SAFETY: as above.
+            unsafe { s.d.ioctl(AMDKFD_IOC_UPDATE_QUEUE, bad.as_mut_bytes()) },
+            Err(Errno::INVAL),
+            "{bad:?}"
+        );
+    }
     let mask = [u32::MAX; 4];
     calls::set_cu_mask(&*s.d, s.queue_id, &mask).unwrap();
     let mut cu = SetCuMaskArgs {

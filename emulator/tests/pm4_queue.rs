@@ -576,8 +576,9 @@ fn unsupported_packets_stop_the_queue_with_their_place() {
     );
 }
 
-/// CREATE_QUEUE of a PM4 queue checks what amdkfd checks: ring size, pointers' alignment and
-/// memory, the percentage's low 8 bits (the XCC id above them is accepted).
+/// CREATE_QUEUE of a PM4 queue checks what amdkfd checks: ring size (a power of two; a smaller
+/// one than 1024 bytes is raised to 1024), pointers' alignment and memory, the percentage's
+/// low 8 bits (the XCC id above them is accepted).
 #[test]
 fn create_pm4_queue_checks_its_arguments() {
     let s = setup();
@@ -585,7 +586,7 @@ fn create_pm4_queue_checks_its_arguments() {
     type Edit = fn(&mut CreateQueueArgs);
     let cases: [(Edit, Errno); 5] = [
         (|q| q.ring_size = 1000, Errno::INVAL),
-        (|q| q.ring_size = 512, Errno::INVAL),
+        (|q| q.queue_percentage = 101 | 1 << 8, Errno::INVAL),
         (|q| q.write_pointer_address += 4, Errno::INVAL),
         (|q| q.read_pointer_address = 0, Errno::FAULT),
         (|q| q.ring_base_address = 0x1000, Errno::INVAL),

@@ -71,6 +71,7 @@ pub fn code_object(data: &[u8]) {
     let _ = co.target();
     let md = co.metadata();
     assert!(md.kernels().count() <= md.kernel_count() as usize);
+    assert_eq!(co.kernels().count(), co.kernel_count() as usize);
     for k in md.kernels().flatten() {
         for arg in k.args() {
             let _ = arg;

@@ -10,7 +10,8 @@
 
 use object::elf::{self, FileHeader64, ProgramHeader64};
 use object::read::elf::{
-    FileHeader as _, ProgramHeader as _, SectionHeader as _, SectionTable, Sym as _, SymbolTable,
+    FileHeader as _, NoteIterator, ProgramHeader as _, SectionHeader as _, SectionTable, Sym as _,
+    SymbolTable,
 };
 use object::LittleEndian as LE;
 use zerocopy::FromBytes;
@@ -199,7 +200,10 @@ pub struct CodeObject<'a> {
     phdrs: &'a [ProgramHeader64<LE>],
     sections: SectionTable<'a, FileHeader64<LE>>,
     dynsym: SymbolTable<'a, FileHeader64<LE>>,
+    /// The first metadata note (version, target).
     metadata: Metadata<'a>,
+    /// Kernels of all metadata notes together.
+    kernel_count: u32,
     image_start: u64,
     image_end: u64,
     image_align: u64,
@@ -304,24 +308,38 @@ impl<'a> CodeObject<'a> {
             ));
         }
 
-        // Metadata note.
-        let mut desc = None;
-        for ph in phdrs {
-            let Some(mut notes) = ph
-                .notes(endian, data)
-                .map_err(|e| bad!("note segment: {e}"))?
-            else {
-                continue;
-            };
-            while let Some(note) = notes.next().map_err(|e| bad!("note: {e}"))? {
-                if note.name() == b"AMDGPU" && note.n_type(endian) == NT_AMDGPU_METADATA {
-                    desc = Some(note.desc());
+        // Metadata notes: one, or one per kernel in a code object linked from several
+        // (rocBLAS's Tensile libraries hold hundreds), whose kernel lists together are the
+        // code object's, as amd_comgr merges them. Every note must agree on the version and
+        // target.
+        let mut metadata: Option<Metadata<'a>> = None;
+        let mut kernel_count = 0u32;
+        for (index, desc) in MetadataNotes::new(phdrs, data).enumerate() {
+            let note = Metadata::parse(desc?).map_err(|e| {
+                if index == 0 {
+                    e
+                } else {
+                    bad!("metadata note {index}: {}", e.detail())
                 }
+            })?;
+            if let Some(first) = &metadata {
+                if note.version != first.version || note.target != first.target {
+                    return Err(bad!(
+                        "metadata note {index}: amdhsa.version {:?} and amdhsa.target {:?} \
+                         differ from the first note's {:?} and {:?}",
+                        note.version,
+                        note.target,
+                        first.version,
+                        first.target
+                    ));
+                }
+            } else {
+                metadata = Some(note);
             }
+            kernel_count = kernel_count.saturating_add(note.kernel_count());
         }
-        let desc =
-            desc.ok_or_else(|| bad!("no NT_AMDGPU_METADATA note (name \"AMDGPU\", type 32)"))?;
-        let metadata = Metadata::parse(desc)?;
+        let metadata = metadata
+            .ok_or_else(|| bad!("no NT_AMDGPU_METADATA note (name \"AMDGPU\", type 32)"))?;
 
         let sections = header
             .sections(endian, data)
@@ -339,6 +357,7 @@ impl<'a> CodeObject<'a> {
             sections,
             dynsym,
             metadata,
+            kernel_count,
             image_start,
             image_end: end,
             image_align: align,
@@ -375,9 +394,16 @@ impl<'a> CodeObject<'a> {
         self.target
     }
 
-    /// The metadata note.
+    /// The first metadata note: the code object's `amdhsa.version` and `amdhsa.target`
+    /// (every note agrees on them, `parse` checked). Its kernels are the first note's
+    /// only; [`CodeObject::kernels`] walks every note's.
     pub fn metadata(&self) -> &Metadata<'a> {
         &self.metadata
+    }
+
+    /// Number of kernels of all the metadata notes (`amdhsa.kernels` entries).
+    pub fn kernel_count(&self) -> u32 {
+        self.kernel_count
     }
 
     /// Start of the loaded image relative to the vaddrs of the file (the lowest `PT_LOAD`
@@ -416,11 +442,27 @@ impl<'a> CodeObject<'a> {
         })
     }
 
-    /// The kernels of the metadata, each joined with its descriptor and cross-checked.
+    /// The kernels of the metadata, each joined with its descriptor and cross-checked: the
+    /// group and private segment sizes, the kernarg segment size (unless the descriptor's is
+    /// 0, which states no size: the metadata's is used), the wavefront size and (code object
+    /// v5+) the dynamic-stack bit must agree (AMDGPUUsage, "Kernel Descriptor" and "Code
+    /// Object V3+ Metadata"); a disagreement is `InvalidCodeObject` naming the kernel and
+    /// field, where ROCR would load the kernel with the descriptor's values.
+    /// The kernels come note by note, in file order.
     pub fn kernels(&self) -> impl Iterator<Item = Result<Kernel<'a>>> + '_ {
-        self.metadata
-            .kernels()
-            .map(move |m| m.and_then(|m| self.join_kernel(m)))
+        MetadataNotes::new(self.phdrs, self.data).flat_map(move |desc| {
+            let notes = desc.and_then(Metadata::parse);
+            let (kernels, error) = match notes {
+                Ok(m) => (Some(m.kernels()), None),
+                Err(e) => (None, Some(Err(e))),
+            };
+            error.into_iter().chain(
+                kernels
+                    .into_iter()
+                    .flatten()
+                    .map(move |m| m.and_then(|m| self.join_kernel(m))),
+            )
+        })
     }
 
     /// The kernel whose `.name` or `.symbol` is `name`.
@@ -756,11 +798,17 @@ impl<'a> CodeObject<'a> {
             m.private_segment_fixed_size.into(),
             d.private_segment_fixed_size.into(),
         )?;
-        check(
-            "kernarg_segment_size",
-            m.kernarg_segment_size.into(),
-            d.kernarg_size.into(),
-        )?;
+        // A descriptor's kernarg_size of 0 means the producer did not state it: the
+        // assembler's default when `.amdhsa_kernarg_size` is left out, as in the hand-written
+        // Tensile kernels rocBLAS 7 ships. ROCR loads such kernels (it takes the descriptor's 0
+        // and leaves the size to the metadata's readers); the metadata's size stands.
+        if d.kernarg_size != 0 {
+            check(
+                "kernarg_segment_size",
+                m.kernarg_segment_size.into(),
+                d.kernarg_size.into(),
+            )?;
+        }
         check(
             "wavefront_size",
             m.wavefront_size.into(),
@@ -787,6 +835,60 @@ impl<'a> CodeObject<'a> {
             descriptor,
             descriptor_vaddr: vaddr,
         })
+    }
+}
+
+/// The descriptors of the `NT_AMDGPU_METADATA` notes (name `AMDGPU`, type 32) of the
+/// `PT_NOTE` segments, in file order; an error for a malformed note segment or note.
+struct MetadataNotes<'a> {
+    data: &'a [u8],
+    phdrs: core::slice::Iter<'a, ProgramHeader64<LE>>,
+    notes: Option<NoteIterator<'a, FileHeader64<LE>>>,
+    failed: bool,
+}
+
+impl<'a> MetadataNotes<'a> {
+    fn new(phdrs: &'a [ProgramHeader64<LE>], data: &'a [u8]) -> Self {
+        MetadataNotes {
+            data,
+            phdrs: phdrs.iter(),
+            notes: None,
+            failed: false,
+        }
+    }
+}
+
+impl<'a> Iterator for MetadataNotes<'a> {
+    type Item = Result<&'a [u8]>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            if let Some(notes) = &mut self.notes {
+                match notes.next() {
+                    Ok(Some(note)) => {
+                        if note.name() == b"AMDGPU" && note.n_type(LE) == NT_AMDGPU_METADATA {
+                            return Some(Ok(note.desc()));
+                        }
+                        continue;
+                    }
+                    Ok(None) => self.notes = None,
+                    Err(e) => {
+                        self.failed = true;
+                        return Some(Err(bad!("note: {e}")));
+                    }
+                }
+            }
+            let ph = self.phdrs.next()?;
+            match ph.notes(LE, self.data) {
+                Ok(notes) => self.notes = notes,
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(bad!("note segment: {e}")));
+                }
+            }
+        }
     }
 }
 

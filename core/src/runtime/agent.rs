@@ -82,8 +82,10 @@ pub enum FloatRoundingMode {
 
 /// Largest work-group, work-items (`HSA_AGENT_INFO_WORKGROUP_MAX_SIZE` on AMD GPUs).
 pub const WORKGROUP_MAX_SIZE: u32 = 1024;
-/// Largest grid dimension, work-items (`HSA_AGENT_INFO_GRID_MAX_DIM`).
-pub const GRID_MAX_DIM: u32 = u32::MAX;
+/// Largest grid, work-items per dimension x, y, z (`HSA_AGENT_INFO_GRID_MAX_DIM`,
+/// `HSA_ISA_INFO_GRID_MAX_DIM`): ROCR 7's answer, `INT32_MAX` along x and `UINT16_MAX` along y
+/// and z (the limits HIP gives its grids; ROCR 5.2 to 6.x answered `UINT32_MAX` for each).
+pub const GRID_MAX_DIM: [u32; 3] = [i32::MAX as u32, u16::MAX as u32, u16::MAX as u32];
 /// Largest grid, work-items (`HSA_AGENT_INFO_GRID_MAX_SIZE`).
 pub const GRID_MAX_SIZE: u32 = u32::MAX;
 /// Fbarriers per work-group (`HSA_AGENT_INFO_FBARRIER_MAX_SIZE`).
@@ -273,7 +275,7 @@ impl Agent {
     /// `HSA_AGENT_INFO_GRID_MAX_DIM`: work-items per dimension.
     pub fn grid_max_dim(&self) -> [u32; 3] {
         if self.is_gpu() {
-            [GRID_MAX_DIM; 3]
+            GRID_MAX_DIM
         } else {
             [0; 3]
         }

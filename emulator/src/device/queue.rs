@@ -276,24 +276,13 @@ impl CpThread {
                 continue;
             }
             let (progress, fault) = {
-                let gpu = self.device.gpu(self.gpu_id);
-                let host = CpHost {
-                    device: &self.device,
-                    allocs: &self.device.allocs,
-                    pins: RefCell::new(Vec::new()),
-                    queue_id: self.queue_id,
-                    gpu_id: self.gpu_id,
-                    lds_bytes: self.lds_bytes,
-                    target: gpu.and_then(|g| g.target),
-                    isa: gpu.map_or("unknown", |g| g.isa.as_str()),
-                    fault: std::cell::Cell::new(None),
-                    scratch_request: std::cell::Cell::new(None),
-                    vm_fault_raised: std::cell::Cell::new(false),
-                    stop: &self.ctl.stop,
-                    ctl: &self.ctl,
-                    caches: &caches,
-                    pm4: &pm4,
-                };
+                let host = CpHost::new(
+                    &self.device,
+                    &self.ctl,
+                    (self.queue_id, self.gpu_id, self.lds_bytes),
+                    &caches,
+                    &pm4,
+                );
                 // Only the announced packets (`announced`), at most 64 per turn.
                 let now = self.watched(&ring);
                 let ahead = self
@@ -419,24 +408,13 @@ impl Pm4Thread {
     pub(crate) fn run(self) {
         let caches = RefCell::new(interp::Interpreters::default());
         let pm4 = RefCell::new(Pm4State::default());
-        let gpu = self.device.gpu(self.gpu_id);
-        let host = CpHost {
-            device: &self.device,
-            allocs: &self.device.allocs,
-            pins: RefCell::new(Vec::new()),
-            queue_id: self.queue_id,
-            gpu_id: self.gpu_id,
-            lds_bytes: self.lds_bytes,
-            target: gpu.and_then(|g| g.target),
-            isa: gpu.map_or("unknown", |g| g.isa.as_str()),
-            fault: std::cell::Cell::new(None),
-            scratch_request: std::cell::Cell::new(None),
-            vm_fault_raised: std::cell::Cell::new(false),
-            stop: &self.ctl.stop,
-            ctl: &self.ctl,
-            caches: &caches,
-            pm4: &pm4,
-        };
+        let host = CpHost::new(
+            &self.device,
+            &self.ctl,
+            (self.queue_id, self.gpu_id, self.lds_bytes),
+            &caches,
+            &pm4,
+        );
         let _ = host.write_u32(self.read_pointer_va, 0);
         let mut rptr = 0u64;
         let mut idle = IdlePoll::new();
@@ -516,7 +494,39 @@ struct CpHost<'a> {
     pm4: &'a RefCell<Pm4State>,
 }
 
-impl CpHost<'_> {
+impl<'a> CpHost<'a> {
+    /// The host a queue's engine thread gives the packet processor or the PM4 engine: queue
+    /// `queue_id` on GPU `gpu_id` with `lds_bytes` of LDS per CU (`ids`), its controls, the
+    /// decode caches and PM4 register state the thread keeps; nothing faulted or requested
+    /// yet.
+    fn new(
+        device: &'a Device,
+        ctl: &'a QueueCtl,
+        ids: (u32, u32, u32),
+        caches: &'a RefCell<interp::Interpreters>,
+        pm4: &'a RefCell<Pm4State>,
+    ) -> Self {
+        let (queue_id, gpu_id, lds_bytes) = ids;
+        let gpu = device.gpu(gpu_id);
+        CpHost {
+            device,
+            allocs: &device.allocs,
+            pins: RefCell::new(Vec::new()),
+            queue_id,
+            gpu_id,
+            lds_bytes,
+            target: gpu.and_then(|g| g.target),
+            isa: gpu.map_or("unknown", |g| g.isa.as_str()),
+            fault: std::cell::Cell::new(None),
+            scratch_request: std::cell::Cell::new(None),
+            vm_fault_raised: std::cell::Cell::new(false),
+            stop: &ctl.stop,
+            ctl,
+            caches,
+            pm4,
+        }
+    }
+
     /// The allocation table, read-locked until the guard is dropped.
     fn allocs(&self) -> RwLockReadGuard<'_, Allocs> {
         self.allocs.read().unwrap_or_else(PoisonError::into_inner)

@@ -12,6 +12,7 @@
 //! below [`MAX_QUEUES_PER_PROCESS`]; each queue's doorbell is its id's 8 bytes of the GPU's
 //! doorbell page.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::thread::JoinHandle;
@@ -22,8 +23,10 @@ use rustix::io::Errno;
 
 use hsa_linux::kfd::abi::*;
 
+use super::mem::Region;
+use super::memory::Allocs;
 use super::queue::{CpThread, Pm4Thread, QueueCtl};
-use super::{lock, mem, Device};
+use super::{lock, mem, Device, Gpu};
 
 /// Most queues a process may have (`KFD_MAX_NUM_OF_QUEUES_PER_PROCESS`).
 pub const MAX_QUEUES_PER_PROCESS: u32 = 1024;
@@ -41,16 +44,26 @@ pub(crate) struct QueueEntry {
     pub(crate) thread: Option<JoinHandle<()>>,
 }
 
-/// CREATE_QUEUE as `kfd_ioctl_create_queue` and `pqm_create_queue`: an SDMA queue goes to
-/// [`sdma::create_queue`](super::sdma::create_queue), a PM4 compute queue to
-/// [`create_pm4_queue`]; otherwise only an AQL compute queue is emulated (`EINVAL` for
-/// another type), with a power-of-two ring of at least
-/// `KFD_MIN_QUEUE_RING_SIZE` bytes, percentage and priority within their maxima (`EINVAL`),
-/// non-null ring and pointers (`EFAULT`), pointers at `amd_queue_t.write_dispatch_id` and
-/// `read_dispatch_id` of a 64-byte aligned `amd_queue_t` (`EINVAL`), ring and `amd_queue_t`
-/// in memory mapped to the GPU (`EINVAL`, `EFAULT`); `ENOSPC` past the GPU's queues. Returns
-/// the queue id and the doorbell's `/dev/kfd` mmap offset.
+/// CREATE_QUEUE as `kfd_ioctl_create_queue` and `pqm_create_queue`: first what every type
+/// checks ([`queue_properties_from_user`]: `EINVAL`, `EFAULT`, the ring size raised to
+/// 1024 bytes), then a queue type amdkfd does not know is [`ENOTSUPP`]. An SDMA queue goes
+/// to [`sdma::create_queue`](super::sdma::create_queue), a PM4 compute queue to
+/// [`create_pm4_queue`]; an AQL compute queue needs its pointers at
+/// `amd_queue_t.write_dispatch_id` and `read_dispatch_id` of a 64-byte aligned `amd_queue_t`
+/// (`EINVAL`), ring and `amd_queue_t` in memory mapped to the GPU (`EINVAL`, `EFAULT`);
+/// `ENOSPC` past the GPU's queues. Returns the queue id and the doorbell's `/dev/kfd` mmap
+/// offset.
 pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(), Errno> {
+    queue_properties_from_user(a)?;
+    if !matches!(
+        a.queue_type,
+        KFD_IOC_QUEUE_TYPE_COMPUTE
+            | KFD_IOC_QUEUE_TYPE_COMPUTE_AQL
+            | KFD_IOC_QUEUE_TYPE_SDMA
+            | KFD_IOC_QUEUE_TYPE_SDMA_XGMI
+    ) {
+        return Err(ENOTSUPP);
+    }
     if matches!(
         a.queue_type,
         KFD_IOC_QUEUE_TYPE_SDMA | KFD_IOC_QUEUE_TYPE_SDMA_XGMI
@@ -61,17 +74,6 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
         return create_pm4_queue(device, a);
     }
     let gpu = device.gpu_by_id(a.gpu_id)?;
-    if a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL
-        || a.queue_percentage > KFD_MAX_QUEUE_PERCENTAGE
-        || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
-        || !a.ring_size.is_power_of_two()
-        || a.ring_size < KFD_MIN_QUEUE_RING_SIZE
-    {
-        return Err(Errno::INVAL);
-    }
-    if a.ring_base_address == 0 || a.read_pointer_address == 0 || a.write_pointer_address == 0 {
-        return Err(Errno::FAULT);
-    }
     // AQL: the pointers are amd_queue_t.write_dispatch_id (56) and read_dispatch_id (128).
     let amd_queue = a.write_pointer_address.wrapping_sub(56);
     if a.read_pointer_address.wrapping_sub(128) != amd_queue || amd_queue % 64 != 0 {
@@ -88,90 +90,49 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
         .device_region(gpu.gpu_id, amd_queue, 256)
         .ok_or(Errno::FAULT)?;
     let mut queues = lock(&device.queues);
-    // As pqm_create_queue: the process's queues on this GPU are limited (ENOSPC).
-    let on_gpu = queues.values().filter(|q| q.gpu_id == gpu.gpu_id).count() as u32;
-    if on_gpu >= gpu.max_queues {
-        return Err(Errno::NOSPC);
-    }
-    let qid = (0..MAX_QUEUES_PER_PROCESS)
-        .find(|i| !queues.contains_key(i))
-        .ok_or(Errno::NOSPC)?;
+    let qid = free_queue_id(&queues, gpu)?;
     let consumer =
         mem::ring_consumer(ring_region, a.ring_size / 64, queue_region).ok_or(Errno::INVAL)?;
-    let ctl = Arc::new(QueueCtl::default());
-    ctl.inactive
-        .store(a.queue_percentage == 0, Ordering::SeqCst);
-    *lock(&ctl.cu_enable) = gpu.layout.all_cus();
+    let ctl = new_ctl(gpu, a);
     let mut processor = PacketProcessor::new(consumer);
     // The kernel's dispatch and queue pointers are device addresses, not the device's
     // own view of the memory the consumer reads through.
     processor.set_device_addresses(GpuVa(a.ring_base_address), GpuVa(amd_queue));
-    // The queue's doorbell: 8 bytes at `qid * 8` of the GPU's doorbell page, the offset
-    // CREATE_QUEUE returns below.
-    let doorbell = gpu
-        .doorbells
-        .region()
-        .sub(u64::from(qid) * 8, 8)
-        .ok_or(Errno::NOSPC)?;
     let cp = CpThread {
         device: device.clone(),
         ctl: ctl.clone(),
         processor,
-        doorbell,
+        doorbell: new_doorbell(gpu, qid)?,
         queue_id: qid,
         gpu_id: gpu.gpu_id,
         lds_bytes: gpu.lds_bytes,
     };
-    let thread = std::thread::Builder::new()
-        .name(format!("emu-cp-q{qid}"))
-        .spawn(move || cp.run())
-        .map_err(|_| Errno::NOMEM)?;
-    let mut pinned = Vec::new();
-    for va in [a.ring_base_address, amd_queue] {
-        if let Some(al) = allocs.mapped_containing_mut(gpu.gpu_id, va, 1) {
-            al.pins += 1;
-            pinned.push(al.handle);
-        }
-    }
-    queues.insert(
+    let pins = [a.ring_base_address, amd_queue];
+    let started = Started {
+        name: format!("emu-cp-q{qid}"),
+        ctl,
+        pins: &pins,
+    };
+    start(
+        device,
+        &mut allocs,
+        &mut queues,
         qid,
-        QueueEntry {
-            gpu_id: gpu.gpu_id,
-            queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
-            ring_va: a.ring_base_address,
-            ring_size: a.ring_size,
-            pinned,
-            ctl,
-            thread: Some(thread),
-        },
-    );
-    lock(&device.queue_errors).remove(&qid);
-    a.queue_id = qid;
-    a.doorbell_offset = kfd_mmap_doorbell_offset(gpu.gpu_id) | (u64::from(qid) * 8);
-    Ok(())
+        a,
+        started,
+        move || cp.run(),
+    )
 }
 
-/// CREATE_QUEUE of a PM4 compute queue (`KFD_IOC_QUEUE_TYPE_COMPUTE`), as amdkfd checks it
-/// (`set_queue_properties_from_user`, `kfd_queue_acquire_buffers`): a power-of-two ring of
-/// at least `KFD_MIN_QUEUE_RING_SIZE` bytes, percentage (its low 8 bits; the bits above are
-/// the XCC id) and priority within their maxima (`EINVAL`), non-null ring and pointers
-/// (`EFAULT`), the ring in memory mapped to the GPU (`EINVAL`), the read pointer (a 32-bit
-/// dword offset the CP writes) and the write pointer (a 64-bit dword count the producer
-/// writes) 4- and 8-byte aligned (`EINVAL`) in memory mapped to the GPU (`EFAULT`); `ENOSPC`
-/// past the GPU's queues. Its command processor is a [`Pm4Thread`]; the doorbell is as an
-/// AQL queue's, and carries the write pointer in dwords.
+/// CREATE_QUEUE of a PM4 compute queue (`KFD_IOC_QUEUE_TYPE_COMPUTE`), after
+/// [`queue_properties_from_user`], as amdkfd checks it (`kfd_queue_acquire_buffers`): the
+/// ring in memory mapped to the GPU (`EINVAL`), the read pointer (a 32-bit dword offset the
+/// CP writes) and the write pointer (a 64-bit dword count the producer writes) 4- and 8-byte
+/// aligned (`EINVAL`) in memory mapped to the GPU (`EFAULT`); `ENOSPC` past the GPU's
+/// queues. Its command processor is a [`Pm4Thread`]; the doorbell is as an AQL queue's, and
+/// carries the write pointer in dwords.
 fn create_pm4_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(), Errno> {
     let gpu = device.gpu_by_id(a.gpu_id)?;
-    if a.queue_percentage & 0xff > KFD_MAX_QUEUE_PERCENTAGE
-        || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
-        || !a.ring_size.is_power_of_two()
-        || a.ring_size < KFD_MIN_QUEUE_RING_SIZE
-    {
-        return Err(Errno::INVAL);
-    }
-    if a.ring_base_address == 0 || a.read_pointer_address == 0 || a.write_pointer_address == 0 {
-        return Err(Errno::FAULT);
-    }
     if a.read_pointer_address % 4 != 0 || a.write_pointer_address % 8 != 0 {
         return Err(Errno::INVAL);
     }
@@ -189,26 +150,8 @@ fn create_pm4_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(),
         .device_region(gpu.gpu_id, a.write_pointer_address, 8)
         .ok_or(Errno::FAULT)?;
     let mut queues = lock(&device.queues);
-    let on_gpu = queues.values().filter(|q| q.gpu_id == gpu.gpu_id).count() as u32;
-    if on_gpu >= gpu.max_queues {
-        return Err(Errno::NOSPC);
-    }
-    let qid = (0..MAX_QUEUES_PER_PROCESS)
-        .find(|i| !queues.contains_key(i))
-        .ok_or(Errno::NOSPC)?;
-    let doorbell = gpu
-        .doorbells
-        .region()
-        .sub(u64::from(qid) * 8, 8)
-        .ok_or(Errno::NOSPC)?;
-    // A new queue starts at 0: its doorbell too (a destroyed queue's may be left over).
-    if let Some(w) = doorbell.atomic_u64(0) {
-        w.store(0, Ordering::Release);
-    }
-    let ctl = Arc::new(QueueCtl::default());
-    ctl.inactive
-        .store(a.queue_percentage & 0xff == 0, Ordering::SeqCst);
-    *lock(&ctl.cu_enable) = gpu.layout.all_cus();
+    let qid = free_queue_id(&queues, gpu)?;
+    let ctl = new_ctl(gpu, a);
     let cp = Pm4Thread {
         device: device.clone(),
         ctl: ctl.clone(),
@@ -216,22 +159,128 @@ fn create_pm4_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(),
         ring_dwords: u64::from(a.ring_size / 4),
         read_pointer_va: a.read_pointer_address,
         write_pointer_va: a.write_pointer_address,
-        doorbell,
+        doorbell: new_doorbell(gpu, qid)?,
         queue_id: qid,
         gpu_id: gpu.gpu_id,
         lds_bytes: gpu.lds_bytes,
     };
-    let thread = std::thread::Builder::new()
-        .name(format!("emu-cp-pm4-q{qid}"))
-        .spawn(move || cp.run())
-        .map_err(|_| Errno::NOMEM)?;
-    let mut pinned = Vec::new();
-    for va in [
+    let pins = [
         a.ring_base_address,
         a.read_pointer_address,
         a.write_pointer_address,
-    ] {
-        if let Some(al) = allocs.mapped_containing_mut(gpu.gpu_id, va, 1) {
+    ];
+    let started = Started {
+        name: format!("emu-cp-pm4-q{qid}"),
+        ctl,
+        pins: &pins,
+    };
+    start(
+        device,
+        &mut allocs,
+        &mut queues,
+        qid,
+        a,
+        started,
+        move || cp.run(),
+    )
+}
+
+/// amdkfd's `ENOTSUPP` (524, a kernel-internal errno that reaches user space as is): what
+/// CREATE_QUEUE returns for a queue type it does not know (`set_queue_properties_from_user`).
+pub(crate) const ENOTSUPP: Errno = Errno::from_raw_os_error(524);
+
+/// The percentage in a `queue_percentage` field: its bits 0-7. Since amdkfd repurposed the
+/// field, bits 8-15 name the XCC a PM4 queue's packets target (`pm4_target_xcc`), and the
+/// bits above are ignored (`set_queue_properties_from_user`, `kfd_ioctl_update_queue`).
+pub(crate) fn queue_percent(raw: u32) -> u32 {
+    raw & 0xff
+}
+
+/// What CREATE_QUEUE checks of every queue type before it looks at the GPU, as amdkfd's
+/// `set_queue_properties_from_user`: the percentage (bits 0-7 of `queue_percentage`) and
+/// the priority within their maxima, and a ring size that is a power of two or 0
+/// (`EINVAL`); a smaller ring size is raised to `KFD_MIN_QUEUE_RING_SIZE` (1024 bytes) and
+/// written back, as the kernel does to the ioctl's arguments. A null ring, read or write
+/// pointer is `EFAULT` (amdkfd finds no buffer object there).
+pub(super) fn queue_properties_from_user(a: &mut CreateQueueArgs) -> Result<(), Errno> {
+    if queue_percent(a.queue_percentage) > KFD_MAX_QUEUE_PERCENTAGE
+        || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
+        || (a.ring_size != 0 && !a.ring_size.is_power_of_two())
+    {
+        return Err(Errno::INVAL);
+    }
+    a.ring_size = a.ring_size.max(KFD_MIN_QUEUE_RING_SIZE);
+    if a.ring_base_address == 0 || a.read_pointer_address == 0 || a.write_pointer_address == 0 {
+        return Err(Errno::FAULT);
+    }
+    Ok(())
+}
+
+/// The lowest queue id the process has free, as `pqm_create_queue`: `ENOSPC` when the
+/// process has `gpu.max_queues` queues on the GPU already, or [`MAX_QUEUES_PER_PROCESS`] in
+/// all.
+pub(super) fn free_queue_id(queues: &BTreeMap<u32, QueueEntry>, gpu: &Gpu) -> Result<u32, Errno> {
+    let on_gpu = queues.values().filter(|q| q.gpu_id == gpu.gpu_id).count() as u32;
+    if on_gpu >= gpu.max_queues {
+        return Err(Errno::NOSPC);
+    }
+    (0..MAX_QUEUES_PER_PROCESS)
+        .find(|i| !queues.contains_key(i))
+        .ok_or(Errno::NOSPC)
+}
+
+/// Queue `qid`'s doorbell: its 8 bytes at `qid * 8` of the GPU's doorbell page (the offset
+/// CREATE_QUEUE returns), set to 0 as a new queue's write pointer is (a destroyed queue's
+/// value may be left there). `ENOSPC` past the page.
+pub(super) fn new_doorbell(gpu: &Gpu, qid: u32) -> Result<Region, Errno> {
+    let doorbell = gpu
+        .doorbells
+        .region()
+        .sub(u64::from(qid) * 8, 8)
+        .ok_or(Errno::NOSPC)?;
+    if let Some(w) = doorbell.atomic_u64(0) {
+        w.store(0, Ordering::Release);
+    }
+    Ok(doorbell)
+}
+
+/// A new queue's controls: inactive when its percentage is 0 (amdkfd's `QUEUE_IS_ACTIVE`),
+/// every CU of the GPU enabled.
+pub(super) fn new_ctl(gpu: &Gpu, a: &CreateQueueArgs) -> Arc<QueueCtl> {
+    let ctl = Arc::new(QueueCtl::default());
+    ctl.inactive
+        .store(queue_percent(a.queue_percentage) == 0, Ordering::SeqCst);
+    *lock(&ctl.cu_enable) = gpu.layout.all_cus();
+    ctl
+}
+
+/// What [`start`] needs of a queue besides its engine: the thread's name, the controls the
+/// engine shares, and the addresses whose buffer objects the queue pins.
+pub(super) struct Started<'a> {
+    pub(crate) name: String,
+    pub(crate) ctl: Arc<QueueCtl>,
+    pub(crate) pins: &'a [u64],
+}
+
+/// Starts a new queue's engine thread (`body`), pins the buffer objects under `pins`, records
+/// the queue as `qid` of type `a.queue_type` and fills CREATE_QUEUE's outputs: the queue id
+/// and the doorbell's `/dev/kfd` mmap offset. `ENOMEM` when the thread cannot start.
+pub(super) fn start(
+    device: &Device,
+    allocs: &mut Allocs,
+    queues: &mut BTreeMap<u32, QueueEntry>,
+    qid: u32,
+    a: &mut CreateQueueArgs,
+    started: Started<'_>,
+    body: impl FnOnce() + Send + 'static,
+) -> Result<(), Errno> {
+    let thread = std::thread::Builder::new()
+        .name(started.name)
+        .spawn(body)
+        .map_err(|_| Errno::NOMEM)?;
+    let mut pinned = Vec::new();
+    for &va in started.pins {
+        if let Some(al) = allocs.mapped_containing_mut(a.gpu_id, va, 1) {
             al.pins += 1;
             pinned.push(al.handle);
         }
@@ -239,18 +288,18 @@ fn create_pm4_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(),
     queues.insert(
         qid,
         QueueEntry {
-            gpu_id: gpu.gpu_id,
-            queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE,
+            gpu_id: a.gpu_id,
+            queue_type: a.queue_type,
             ring_va: a.ring_base_address,
             ring_size: a.ring_size,
             pinned,
-            ctl,
+            ctl: started.ctl,
             thread: Some(thread),
         },
     );
     lock(&device.queue_errors).remove(&qid);
     a.queue_id = qid;
-    a.doorbell_offset = kfd_mmap_doorbell_offset(gpu.gpu_id) | (u64::from(qid) * 8);
+    a.doorbell_offset = kfd_mmap_doorbell_offset(a.gpu_id) | (u64::from(qid) * 8);
     Ok(())
 }
 
@@ -290,17 +339,21 @@ pub(crate) fn destroy_queue(device: &Device, qid: u32) -> Result<(), Errno> {
 /// `QUEUE_IS_ACTIVE` does (ROCR's `AqlQueue::Suspend`): its engine takes no packet until
 /// an update with a non-zero percentage.
 pub(crate) fn update_queue(device: &Arc<Device>, a: &mut UpdateQueueArgs) -> Result<(), Errno> {
-    let queues = lock(&device.queues);
-    let q = queues.get(&a.queue_id).ok_or(Errno::INVAL)?;
-    if a.queue_percentage > KFD_MAX_QUEUE_PERCENTAGE || a.queue_priority > KFD_MAX_QUEUE_PRIORITY {
+    if queue_percent(a.queue_percentage) > KFD_MAX_QUEUE_PERCENTAGE
+        || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
+        || (a.ring_size != 0 && !a.ring_size.is_power_of_two())
+    {
         return Err(Errno::INVAL);
     }
-    if a.ring_base_address != q.ring_va || a.ring_size != q.ring_size {
+    let ring_size = a.ring_size.max(KFD_MIN_QUEUE_RING_SIZE);
+    let queues = lock(&device.queues);
+    let q = queues.get(&a.queue_id).ok_or(Errno::INVAL)?;
+    if a.ring_base_address != q.ring_va || ring_size != q.ring_size {
         return Err(Errno::INVAL);
     }
     q.ctl
         .inactive
-        .store(a.queue_percentage == 0, Ordering::SeqCst);
+        .store(queue_percent(a.queue_percentage) == 0, Ordering::SeqCst);
     q.ctl.kick();
     Ok(())
 }

@@ -87,7 +87,7 @@ use hsa_linux::kfd::abi::*;
 use super::mem::{CopyFault, Region, RegionFault};
 use super::memory::{Allocs, DeviceSpan, MemoryFault};
 use super::queue::{IdlePoll, QueueCtl, BLOCKED_POLL};
-use super::queue_manager::{QueueEntry, MAX_QUEUES_PER_PROCESS};
+use super::queue_manager::{free_queue_id, new_ctl, new_doorbell, start, Started};
 use super::{lock, Device};
 
 /// What the SDMA engine reaches: the GPU's view of memory, its clock and its interrupt line.
@@ -840,22 +840,14 @@ impl SdmaMemory for SdmaHost<'_> {
     }
 }
 
-/// CREATE_QUEUE of an SDMA queue (amdkfd `set_queue_properties_from_user`,
-/// `allocate_sdma_queue`): the ring, read and write pointers must lie in memory mapped to
-/// the GPU (the pointers 8-byte aligned: the engine writes the 64-bit read pointer back);
-/// EOP and context-save buffers are not used.
+/// CREATE_QUEUE of an SDMA queue, after
+/// [`queue_properties_from_user`](super::queue_manager::queue_properties_from_user)
+/// (amdkfd `allocate_sdma_queue`, `kfd_queue_acquire_buffers`): the ring, read and write
+/// pointers must lie in memory mapped to the GPU (the pointers 8-byte aligned: the engine
+/// writes the 64-bit read pointer back); `ENOSPC` past the GPU's queues, `ENOMEM` past its
+/// SDMA queue slots. EOP and context-save buffers are not used.
 pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(), Errno> {
     let gpu = device.gpu_by_id(a.gpu_id)?;
-    if a.queue_percentage > KFD_MAX_QUEUE_PERCENTAGE
-        || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
-        || !a.ring_size.is_power_of_two()
-        || a.ring_size < KFD_MIN_QUEUE_RING_SIZE
-    {
-        return Err(Errno::INVAL);
-    }
-    if a.ring_base_address == 0 || a.read_pointer_address == 0 || a.write_pointer_address == 0 {
-        return Err(Errno::FAULT);
-    }
     if a.read_pointer_address % 8 != 0 || a.write_pointer_address % 8 != 0 {
         return Err(Errno::INVAL);
     }
@@ -887,10 +879,7 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
         .device_region(gpu.gpu_id, a.write_pointer_address, 8)
         .ok_or(Errno::FAULT)?;
     let mut queues = lock(&device.queues);
-    let on_gpu = queues.values().filter(|q| q.gpu_id == gpu.gpu_id).count() as u32;
-    if on_gpu >= gpu.max_queues {
-        return Err(Errno::NOSPC);
-    }
+    let qid = free_queue_id(&queues, gpu)?;
     let sdma_on_gpu = queues
         .values()
         .filter(|q| q.gpu_id == gpu.gpu_id && q.queue_type == a.queue_type)
@@ -898,62 +887,36 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
     if sdma_on_gpu >= sdma_slots {
         return Err(Errno::NOMEM);
     }
-    let qid = (0..MAX_QUEUES_PER_PROCESS)
-        .find(|i| !queues.contains_key(i))
-        .ok_or(Errno::NOSPC)?;
-    let doorbell = gpu
-        .doorbells
-        .region()
-        .sub(u64::from(qid) * 8, 8)
-        .ok_or(Errno::NOSPC)?;
-    // A new queue starts at 0: its doorbell too (a destroyed queue's may be left over).
-    if let Some(w) = doorbell.atomic_u64(0) {
-        w.store(0, Ordering::Release);
-    }
-    let ctl = Arc::new(QueueCtl::default());
-    ctl.inactive
-        .store(a.queue_percentage == 0, Ordering::SeqCst);
+    let ctl = new_ctl(gpu, a);
     let engine = SdmaThread {
         device: device.clone(),
         ctl: ctl.clone(),
         ring,
         rptr,
-        doorbell,
+        doorbell: new_doorbell(gpu, qid)?,
         queue_id: qid,
         gpu_id: gpu.gpu_id,
         count_width: gpu.sdma_count_width,
     };
-    let thread = std::thread::Builder::new()
-        .name(format!("emu-sdma-q{qid}"))
-        .spawn(move || engine.run())
-        .map_err(|_| Errno::NOMEM)?;
-    let mut pinned = Vec::new();
-    for va in [
+    let pins = [
         a.ring_base_address,
         a.read_pointer_address,
         a.write_pointer_address,
-    ] {
-        if let Some(al) = allocs.mapped_containing_mut(gpu.gpu_id, va, 1) {
-            al.pins += 1;
-            pinned.push(al.handle);
-        }
-    }
-    queues.insert(
+    ];
+    let started = Started {
+        name: format!("emu-sdma-q{qid}"),
+        ctl,
+        pins: &pins,
+    };
+    start(
+        device,
+        &mut allocs,
+        &mut queues,
         qid,
-        QueueEntry {
-            gpu_id: gpu.gpu_id,
-            queue_type: a.queue_type,
-            ring_va: a.ring_base_address,
-            ring_size: a.ring_size,
-            pinned,
-            ctl,
-            thread: Some(thread),
-        },
-    );
-    lock(&device.queue_errors).remove(&qid);
-    a.queue_id = qid;
-    a.doorbell_offset = kfd_mmap_doorbell_offset(gpu.gpu_id) | (u64::from(qid) * 8);
-    Ok(())
+        a,
+        started,
+        move || engine.run(),
+    )
 }
 
 #[cfg(test)]

@@ -147,7 +147,7 @@ pub fn code_object_report(bytes: &[u8]) -> Result<String> {
     if target.generic_version != 0 {
         line(&mut out, 0, "Generic Version:", target.generic_version);
     }
-    line(&mut out, 0, "Kernels:", co.metadata().kernel_count());
+    line(&mut out, 0, "Kernels:", co.kernel_count());
     for kernel in co.kernels() {
         let k = kernel?;
         let m = &k.metadata;
