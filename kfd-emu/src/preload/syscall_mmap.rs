@@ -19,7 +19,8 @@
 //!   and returns the address, or `-errno` as the kernel would, in `rax`;
 //! - for any other descriptor, makes the system call itself with `MAP_EXECUTABLE` added,
 //!   which the filter lets through and the kernel ignores (mmap(2): "This flag is ignored",
-//!   since Linux 2.6), and returns the kernel's answer unchanged.
+//!   and the kernel has not acted on it since Linux 3.7), and returns the kernel's answer
+//!   unchanged.
 //!
 //! Every other system call, and every other `mmap`, never leaves the kernel: a process pays
 //! nothing for the filter but on its mappings at such offsets. The handler keeps `errno`.
