@@ -111,9 +111,12 @@ fn alloc_map_unmap_free_counts_back_to_zero() {
         u64::from(BUILTIN_GPU_ID),
         "KFD puts the gpu id in the high half"
     );
-    assert_ne!(a.mmap_offset, 0);
+    // amdgpu's fake offsets start at DRM_FILE_PAGE_OFFSET_START (4 GiB): the first buffer
+    // object is id 1, 16 MiB above it.
+    assert_eq!(a.mmap_offset, (1 << 32) + (1 << 24));
     let b = alloc(&d, 0x7100_0010_0000, 5000, GTT, 0).unwrap();
     assert_ne!(a.handle, b.handle);
+    assert_eq!(b.mmap_offset, (1 << 32) + (2 << 24));
     assert_eq!(
         d.live_handles(),
         LiveHandles {

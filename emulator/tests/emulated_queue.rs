@@ -326,6 +326,51 @@ fn kernel_dispatch_runs_the_host_kernel_and_completes_the_signal() {
     assert_eq!(s.arena.word(INACTIVE + 8).load(Ordering::Acquire), 0);
 }
 
+/// tinygrad never writes INVALID into its AQL ring's headers: its slots past the write index
+/// are zero, and a zero header reads as a VENDOR_SPECIFIC packet of AmdFormat 0. The CP takes
+/// packets only up to its write pointer (`write_dispatch_id`, or the doorbell's packet
+/// index): zeroed slots there are not packets, and a dispatch written into one later runs.
+/// (The emulated CP stopped the queue with INVALID_PACKET_FORMAT, "AmdFormat (vendor packet
+/// byte 2) is 0", before it bounded its reads by the write index: tinygrad's `AMD_AQL=1`.)
+#[test]
+fn zeroed_slots_past_the_write_index_are_not_packets() {
+    let s = setup();
+    let base = s.arena.base();
+    for i in 0..N {
+        let w = s.arena.word(SRC + 8 * (i / 2));
+        w.fetch_or((i * 5 + 2) << (32 * (i % 2)), Ordering::Relaxed);
+    }
+    s.arena.word(KERNARG).store(base + SRC, Ordering::Relaxed);
+    s.arena
+        .word(KERNARG + 8)
+        .store(base + DST, Ordering::Relaxed);
+    for slot in 0..4 {
+        s.ring.header_word(slot).store(0, Ordering::Release);
+    }
+    // Time for a CP that took header 0 as a packet to do so.
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(s.d.queue_error(s.queue_id), None);
+    assert_eq!(s.ring.read_index().load(Ordering::Acquire), 0);
+    s.dispatch(0, base + KERNARG, 1);
+    assert!(s.wait_signal_zero(), "completion signal never reached 0");
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(s.d.queue_error(s.queue_id), None);
+    assert_eq!(s.ring.read_index().load(Ordering::Acquire), 1);
+    assert_eq!(s.ring.header_word(1).load(Ordering::Acquire), 0);
+    // The next slot, still zero, takes the next dispatch.
+    s.dispatch(1, base + KERNARG, 1);
+    assert!(
+        s.wait_signal_zero(),
+        "second completion signal never reached 0"
+    );
+    assert_eq!(s.d.queue_error(s.queue_id), None);
+    assert_eq!(s.ring.read_index().load(Ordering::Acquire), 2);
+    for i in 0..N {
+        let w = s.arena.word(DST + 8 * (i / 2)).load(Ordering::Acquire);
+        assert_eq!((w >> (32 * (i % 2))) as u32, i as u32 * 5 + 2, "dst[{i}]");
+    }
+}
+
 #[test]
 fn bad_kernarg_pointer_is_a_memory_fault_through_the_memory_event() {
     let s = setup();

@@ -125,8 +125,9 @@ impl Command {
 /// [`AqlPacket::parse`] (undefined packet type, reserved fence scope, vendor packet that is not
 /// AMD barrier-value, barrier-value with a null signal or a condition > 3, kernel dispatch with
 /// dimensions outside 1..=3, a zero work-group or grid size, an unused dimension not 1, a grid
-/// size below its work-group size, a kernel object null or not 64-byte aligned, a kernarg
-/// address not 16-byte aligned), and the INVALID packet type (1); except that, as the CP's
+/// size below its work-group size, a kernel object null or not 64-byte aligned), and the
+/// INVALID packet type (1); but a kernarg address need not be 16-byte aligned (the CP checks
+/// no alignment there; `AqlPacket::parse` and the builders do); and, as the CP's
 /// queue error codes and ROCR 5.2 (`amd_aql_queue.cpp`), a kernel dispatch's invalid
 /// dimensions are `Status::IncompatibleArguments`, its null or misaligned kernel object
 /// `Status::InvalidCodeObject`, and a work-group over [`MAX_WORKGROUP_ITEMS`] work-items
@@ -143,15 +144,31 @@ pub fn decode(bytes: &[u8; PACKET_SIZE_BYTES]) -> Result<(HeaderFlags, Command)>
             );
         }
     }
-    let packet = AqlPacket::from_array(*bytes)
+    // The CP hands a kernel dispatch's kernarg_address to the kernel as it is (the kernarg
+    // segment pointer's user SGPRs) and checks no alignment: HSA asks for 16 bytes, but
+    // tinygrad, whose default on multi-XCC gfx942 (MI300X) is AQL, writes kernarg addresses
+    // 8-byte aligned and runs there. The packet is checked with the address's low four bits
+    // cleared and decoded with the address as written.
+    let kernarg = kernel_dispatch(bytes).map(|p| p.kernarg_address);
+    let mut checked = *bytes;
+    if let Some(k) = kernarg {
+        let at = core::mem::offset_of!(KernelDispatchPacket, kernarg_address);
+        checked[at..at + 8].copy_from_slice(&(k & !15).to_le_bytes());
+    }
+    let packet = AqlPacket::from_array(checked)
         .parse()
         .map_err(|e| cp_status(bytes, e))?;
     let command = match packet {
         Packet::Invalid => {
             crate::bail!(Status::InvalidPacketFormat, "packet type is INVALID (1)")
         }
-        Packet::KernelDispatch(k) => Command::Kernel(DecodedKernelDispatch {
-            packet: k,
+        Packet::KernelDispatch(mut k) => Command::Kernel(DecodedKernelDispatch {
+            packet: {
+                if let Some(a) = kernarg {
+                    k.kernarg_address = GpuVa(a);
+                }
+                k
+            },
             packet_address: GpuVa(0),
             queue_address: GpuVa(0),
             dispatch_id: 0,
@@ -341,7 +358,7 @@ mod tests {
 
     #[test]
     fn kernel_dispatch_rejects_each_bad_field_by_name() {
-        let cases: [Case<KernelDispatchPacket>; 6] = [
+        let cases: [Case<KernelDispatchPacket>; 5] = [
             (
                 |p| p.workgroup_size_y = 0,
                 "workgroup_size_y is 0; must be >= 1",
@@ -359,12 +376,28 @@ mod tests {
                 |p| p.grid_size_y = 3,
                 "grid_size_y is 3; must be >= workgroup_size_y (4)",
             ),
-            (
-                |p| p.kernarg_address = 0x1008,
-                "kernarg_address is 0x1008; must be 16-byte aligned",
-            ),
         ];
         assert_each_rejected(dispatch, &cases);
+    }
+
+    /// The CP takes a kernarg address of any alignment and passes it on unchanged (tinygrad's
+    /// are 8-byte aligned); `AqlPacket::parse`, the spec-level check, still refuses it.
+    #[test]
+    fn kernel_dispatch_keeps_a_kernarg_address_of_any_alignment() {
+        for addr in [0x1008u64, 0x7f0e_5500_0018, 0x1001] {
+            let mut p = dispatch();
+            p.kernarg_address = addr;
+            let b = bytes_of(&p);
+            let (_, command) = decode(&b).unwrap();
+            let Command::Kernel(k) = command else {
+                panic!("not a kernel dispatch")
+            };
+            assert_eq!(k.packet.kernarg_address, GpuVa(addr));
+            assert_eq!(
+                AqlPacket::from_array(b).parse().unwrap_err().detail(),
+                std::format!("kernarg_address is {addr:#x}; must be 16-byte aligned")
+            );
+        }
     }
 
     /// The dispatch errors the CP reports with a queue error code of their own carry the

@@ -44,7 +44,8 @@
 //!
 //! # Errors
 //! A malformed packet (undefined type, reserved fence scope, bad dimensions, zero sizes,
-//! null kernel object, misaligned kernarg), an unknown signal handle, or a host error from
+//! null kernel object; not a misaligned kernarg address, which the CP passes on), an
+//! unknown signal handle, or a host error from
 //! the kernel executor or agent handler stops the queue: the error is reported once through
 //! [`ProcessorHost::report_error`], [`PacketProcessor::process`] returns
 //! [`Progress::Stopped`] now and forever, the bad packet's header stays as it is and the read

@@ -510,6 +510,20 @@ impl DeviceSpan {
 
 // ---- The ioctls (kfd_chardev.c's handlers) ----
 
+/// `DRM_FILE_PAGE_OFFSET_START` of `drm_gem.h` on 64-bit kernels, in bytes: the first fake
+/// offset a DRM driver (amdgpu) hands out for mmap of a buffer object through its render
+/// node, `(0xffffffff >> PAGE_SHIFT) + 1` pages = 4 GiB.
+pub(crate) const DRM_FILE_PAGE_OFFSET_START: u64 = 1 << 32;
+
+/// The render-node mmap offset of the buffer object numbered `id` (bytes):
+/// [`DRM_FILE_PAGE_OFFSET_START`] + `id << 24`, so every offset is at or above 4 GiB as
+/// amdgpu's are (kfd-emu's preloaded library tells the device's mmaps from a file's by
+/// that, `kfd-emu/src/preload/syscall_mmap.rs`), 16 MiB apart, and below `1 << 57` for
+/// any `id`.
+pub(crate) fn render_mmap_offset(id: u32) -> u64 {
+    DRM_FILE_PAGE_OFFSET_START + (u64::from(id) << 24)
+}
+
 /// Most device ids `MAP/UNMAP_MEMORY_TO_GPU` accept in one call (more is `EINVAL`).
 pub const MAX_MAP_DEVICES: u32 = 1024;
 
@@ -518,8 +532,8 @@ pub const MAX_MAP_DEVICES: u32 = 1024;
 /// address whose range overlaps no buffer object (`EINVAL`), a size rounded up to pages that
 /// fits the GPU's VRAM or the system memory (`ENOMEM`); the doorbell and MMIO pages are the
 /// GPU's own, one page each. A USERPTR range must be mapped readable (`EFAULT`). Returns the
-/// handle (`gpu_id << 32 | id`) and the render node's mmap offset (`id << 24`; `/dev/kfd`'s
-/// MMIO offset for MMIO_REMAP). Over an SVM range: `EADDRINUSE`, except for USERPTR, which
+/// handle (`gpu_id << 32 | id`) and the render node's mmap offset ([`render_mmap_offset`]:
+/// at or above 4 GiB, as amdgpu's fake offsets are; `/dev/kfd`'s MMIO offset for MMIO_REMAP). Over an SVM range: `EADDRINUSE`, except for USERPTR, which
 /// drops the ranges there as stale (see the comment in the body: amdkfd removes a range when
 /// its memory is unmapped, which the emulated device does not always see).
 pub(crate) fn alloc_memory_of_gpu(
@@ -607,7 +621,7 @@ pub(crate) fn alloc_memory_of_gpu(
         Kind::Doorbell => {
             let b = gpu.doorbells.clone();
             let r = b.region();
-            (Some(b), r, u64::from(id) << 24)
+            (Some(b), r, render_mmap_offset(id))
         }
         // The GPU's one MMIO page, mapped through /dev/kfd (the offset below), not the
         // render node.
@@ -619,7 +633,7 @@ pub(crate) fn alloc_memory_of_gpu(
         _ => {
             let b = Arc::new(Backing::new(mem::EXPORT_NAME, size)?);
             let r = b.region();
-            (Some(b), r, u64::from(id) << 24)
+            (Some(b), r, render_mmap_offset(id))
         }
     };
     if mmap_offset != 0 {

@@ -8,8 +8,10 @@
 //! Nobody tells it that packets arrived: like a CP it watches what a producer writes — the
 //! queue's doorbell (the 64-bit word of the GPU's doorbell page that ROCR, and our producer,
 //! store the packet index to), the write index (`amd_queue_t.write_dispatch_id`, the CP's
-//! write-pointer poll address of CREATE_QUEUE) and the header of the next slot. The policy,
-//! and its cost:
+//! write-pointer poll address of CREATE_QUEUE) and the header of the next slot. It takes a
+//! slot only once the write index or the doorbell announced it, as the CP reads no further
+//! than its write pointer: a zeroed slot past it (tinygrad never writes INVALID headers) is
+//! not a packet. The policy, and its cost:
 //!
 //! - after activity (packets processed, or the doorbell or write index moved) it polls those
 //!   words in a spin loop for [`IDLE_SPIN`], once per spin-loop hint, reading the clock only
@@ -205,16 +207,40 @@ impl CpThread {
         }
     }
 
-    /// Whether the slot at the read index holds a packet (its header is no longer INVALID).
-    fn next_packet_ready(&self, ring: &Ring) -> bool {
+    /// The packets the producer announced, counted from the ring's start: the write pointer
+    /// the CP polls (`amd_queue_t.write_dispatch_id`, CREATE_QUEUE's write pointer address)
+    /// or, once the doorbell moved from `bell_at_start`, the doorbell's packet index + 1
+    /// (ROCR and tinygrad store the index of the last packet they wrote), whichever is
+    /// further. The CP takes no slot at or past it, whatever its header says: a producer that
+    /// never wrote INVALID into its ring (tinygrad's ring is zeroed, and a zero header reads as
+    /// VENDOR_SPECIFIC) has no packet there.
+    fn announced(&self, watched: &Watched, bell_at_start: u64) -> u64 {
+        let by_bell = if watched.doorbell != bell_at_start {
+            watched.doorbell.wrapping_add(1)
+        } else {
+            0
+        };
+        watched.write_index.max(by_bell)
+    }
+
+    /// Whether the slot at the read index holds a packet: announced, and its header is no
+    /// longer INVALID.
+    fn next_packet_ready(&self, ring: &Ring, bell_at_start: u64) -> bool {
         let read = self.processor.read_index();
-        ring.header_word(read).load(Ordering::Acquire) & 0xff != INVALID_HEADER_WORD & 0xff
+        read < self.announced(&self.watched(ring), bell_at_start)
+            && ring.header_word(read).load(Ordering::Acquire) & 0xff != INVALID_HEADER_WORD & 0xff
     }
 
     /// Waits until a producer did something: the doorbell or the write index moved, or the
     /// next slot holds a packet (the module docs' policy, [`IdlePoll`]). `watched` is what was
     /// seen at the last activity. Returns early when the queue is being stopped.
-    fn wait_for_work(&self, ring: &Ring, watched: &mut Watched, idle: &mut IdlePoll) {
+    fn wait_for_work(
+        &self,
+        ring: &Ring,
+        watched: &mut Watched,
+        idle: &mut IdlePoll,
+        bell_at_start: u64,
+    ) {
         loop {
             let kicks = self.ctl.kick.load(Ordering::SeqCst);
             if self.ctl.stop.load(Ordering::SeqCst) {
@@ -226,7 +252,7 @@ impl CpThread {
                 idle.active();
                 return;
             }
-            if self.next_packet_ready(ring) {
+            if self.next_packet_ready(ring, bell_at_start) {
                 return;
             }
             idle.idle(&self.ctl, kicks);
@@ -238,6 +264,7 @@ impl CpThread {
         let mut stopped = false;
         let ring = *self.processor.ring();
         let mut watched = self.watched(&ring);
+        let bell_at_start = watched.doorbell;
         let mut idle = IdlePoll::new();
         // The interpreter's decoded kernels and waves, kept over the queue's dispatches.
         let caches = RefCell::new(interp::Interpreters::default());
@@ -256,7 +283,16 @@ impl CpThread {
                     &caches,
                     &pm4,
                 );
-                let progress = self.processor.process(&host, 64);
+                // Only the announced packets (`announced`), at most 64 per turn.
+                let now = self.watched(&ring);
+                let ahead = self
+                    .announced(&now, bell_at_start)
+                    .saturating_sub(self.processor.read_index());
+                let progress = if ahead == 0 && self.processor.stopped().is_none() {
+                    Progress::Idle
+                } else {
+                    self.processor.process(&host, ahead.clamp(1, 64) as u32)
+                };
                 (progress, (host.fault.get(), host.vm_fault_raised.get()))
             };
             match progress {
@@ -264,7 +300,7 @@ impl CpThread {
                     idle.active();
                     watched = self.watched(&ring);
                 }
-                Progress::Idle => self.wait_for_work(&ring, &mut watched, &mut idle),
+                Progress::Idle => self.wait_for_work(&ring, &mut watched, &mut idle, bell_at_start),
                 Progress::Blocked => self.ctl.sleep(seen, BLOCKED_POLL),
                 Progress::Stopped(e) => {
                     stopped = true;

@@ -239,7 +239,7 @@ pub unsafe extern "C" fn __openat64_2(dir: c_int, path: *const c_char, flags: c_
 }
 
 /// The device file `fd` stands for, if any (`fd` need not be open).
-fn lookup(fd: c_int) -> Option<(&'static State, Target)> {
+pub(crate) fn lookup(fd: c_int) -> Option<(&'static State, Target)> {
     if fd < 0 {
         return None;
     }
@@ -375,12 +375,14 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) ->
     }
 }
 
-/// A device file's mmap.
+/// A device file's mmap, as the kernel's `mmap` on amdkfd or amdgpu answers it: the mapping
+/// (with the protection asked for) or the errno; traced. Served for the interposed libc
+/// `mmap`/`mmap64` and for the mmap system call ([`crate::syscall_mmap`]).
 ///
 /// # Safety
 /// As `mmap(2)` with `MAP_FIXED` when `flags` has it: the program gives up what was mapped
 /// at `addr`.
-unsafe fn device_mmap(
+pub(crate) unsafe fn serve_mmap(
     s: &State,
     target: Target,
     addr: *mut c_void,
@@ -388,7 +390,7 @@ unsafe fn device_mmap(
     prot: c_int,
     flags: c_int,
     offset: off_t,
-) -> *mut c_void {
+) -> Result<NonNull<u8>, Errno> {
     let fixed = flags & (libc::MAP_FIXED | libc::MAP_FIXED_NOREPLACE) != 0;
     let at = if fixed {
         NonNull::new(addr.cast::<u8>())
@@ -433,7 +435,24 @@ unsafe fn device_mmap(
             addr as usize
         ));
     }
-    match result {
+    result
+}
+
+/// [`serve_mmap`] with libc's `mmap` return convention (`MAP_FAILED` and `errno`).
+///
+/// # Safety
+/// As [`serve_mmap`].
+unsafe fn device_mmap(
+    s: &State,
+    target: Target,
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    offset: off_t,
+) -> *mut c_void {
+    // SAFETY: the caller's contract is serve_mmap's.
+    match unsafe { serve_mmap(s, target, addr, len, prot, flags, offset) } {
         Ok(p) => p.as_ptr().cast(),
         Err(e) => {
             set_errno(e);

@@ -20,7 +20,15 @@
 //!   does (`process_vm_readv`/`writev`, so a bad pointer is `EFAULT`, not a crash).
 //! - `mmap`/`mmap64` of such a descriptor map the device's pages (doorbells, the event page,
 //!   buffer objects) at the offset the ioctls returned, with the protection asked for;
-//!   `munmap` and `close` go to libc.
+//!   `munmap` and `close` go to libc. A client that makes the mmap system call itself
+//!   (tinygrad calls `mmap` through `ctypes.CDLL('libc.so.6')`, which no `LD_PRELOAD`
+//!   library interposes; `syscall(SYS_mmap, ...)`) is served the same: a seccomp filter
+//!   traps its mmaps at the device's offsets into the library's `SIGSYS` handler
+//!   ([`syscall_mmap`], which says why this and not memfds whose offsets are the device's
+//!   memory or seccomp user notification, and its limits).
+//! - `open` and `ioctl` need nothing of the kind for Python clients: `os.open` and
+//!   `fcntl.ioctl` call libc's `open`/`openat`/`ioctl` by their global symbols, which this
+//!   library interposes.
 //! - With `$KFD_EMU_TRACE` naming a file, every ioctl and mmap of the device files is
 //!   appended to it, one line each: the request by name, the argument decoded before and
 //!   after, the result ([`trace`]).
@@ -32,4 +40,5 @@
 
 mod interpose;
 mod state;
+pub mod syscall_mmap;
 pub mod trace;

@@ -127,6 +127,7 @@ impl State {
             .unwrap_or_else(PoisonError::into_inner)
             .insert((st.st_dev, st.st_ino), (target, pin));
         ANY_OPEN.store(true, Ordering::Release);
+        crate::syscall_mmap::install();
         if let Some(t) = &self.tracer {
             t.line(&format!("open {} = {}", target.path(), raw(&fd)));
         }
