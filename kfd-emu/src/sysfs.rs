@@ -189,7 +189,7 @@ pub fn write_module(dir: &Path, interface_version: (u32, u32)) -> Result<(), Str
 /// its register tables). Only instance 0 of each block is written, and neither
 /// `num_base_addresses` nor `base_addr` (see that module: no kernel source gives every
 /// target's segment bases); `die/0/num_ips` is not written either (it counts the discovery
-/// binary's entries, which the emulated GPU has not). A GPU whose target has no row (RDNA),
+/// binary's entries, which the emulated GPU has not). A GPU whose target has no row,
 /// or whose render minor is negative, gets no tree; a render minor shared by two nodes
 /// (partitions of one device) is written once.
 ///
@@ -453,9 +453,9 @@ mod tests {
     /// gfx942: GC 9.4.3, SDMA 4.4.2, NBIO 7.9.0; gfx90a: GC 9.4.2, SDMA 4.4.0, NBIO 7.4.4
     /// (amdgpu_discovery.c: the MI300 blocks' drivers, Aldebaran's table), each file the
     /// decimal and a newline as `sysfs_emit("%d\n")` writes it; the other files of an
-    /// instance, the name links, and no tree for an RDNA profile.
+    /// instance, the name links; the RDNA profiles GC and SDMA0 only.
     #[test]
-    fn ip_discovery_tree_of_gfx942_and_gfx90a() {
+    fn ip_discovery_tree_of_each_profile() {
         let s = |a: [&str; 3]| a.map(String::from);
         let d = tmp("ip-discovery-942");
         let t = hsa_emu::device::builtin_topology_for(90402).unwrap();
@@ -496,11 +496,21 @@ mod tests {
         assert_eq!(ip_files(&d, 128, 108), s(["7\n", "4\n", "4\n"]));
         let _ = std::fs::remove_dir_all(&d);
 
-        let d = tmp("ip-discovery-1100");
-        let t = hsa_emu::device::builtin_topology_for(110000).unwrap();
-        write_ip_discovery(&t, &d).unwrap();
-        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
-        let _ = std::fs::remove_dir_all(&d);
+        // RDNA: GC and SDMA0 from the kernel's tables, no NBIF (module docs of ip_discovery).
+        for (target, gc, sdma) in [
+            (100300, ["10\n", "3\n", "0\n"], ["5\n", "2\n", "0\n"]),
+            (110000, ["11\n", "0\n", "0\n"], ["6\n", "0\n", "0\n"]),
+        ] {
+            let d = tmp("ip-discovery-rdna");
+            let t = hsa_emu::device::builtin_topology_for(target).unwrap();
+            let minor = t.nodes[1].properties.drm_render_minor;
+            write_ip_discovery(&t, &d).unwrap();
+            assert_eq!(ip_files(&d, minor, 11), s(gc), "{target}");
+            assert_eq!(ip_files(&d, minor, 42), s(sdma), "{target}");
+            let nbif = d.join(format!("renderD{minor}/device/ip_discovery/die/0/108"));
+            assert!(!nbif.exists(), "{target}");
+            let _ = std::fs::remove_dir_all(&d);
+        }
     }
 
     /// Every GPU of every capture (MI25, MI210 x8, MI300X and MI308X partitions) gets its render

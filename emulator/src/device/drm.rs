@@ -470,7 +470,7 @@ pub struct DrmAmdgpuInfoHwIp {
 ///
 /// # Errors
 /// `EINVAL` for an instance other than 0, an IP type [`hw_ip_count`] refuses, or a target
-/// this table does not know the IP versions of (those are not modelled: gfx10 and later).
+/// whose IP versions [`target_ips`](super::ip_discovery::target_ips) does not know.
 pub fn hw_ip_info(node: &TopologyNode, ip: u32, instance: u32) -> Result<DrmAmdgpuInfoHwIp, Errno> {
     hw_ip_count(node, ip)?;
     if instance != 0 {
@@ -478,10 +478,11 @@ pub fn hw_ip_info(node: &TopologyNode, ip: u32, instance: u32) -> Result<DrmAmdg
     }
     let ips =
         super::ip_discovery::target_ips(node.properties.gfx_target_version).ok_or(Errno::INVAL)?;
-    let gfx_block = if ips.gc == IpVersion::new(9, 4, 3) {
-        (9, 4)
-    } else {
-        (9, 0)
+    // The driver's IP blocks (amdgpu_discovery.c's choice by IP version): gfx_v9_0 (9.0),
+    // gfx_v9_4_3 (9.4), gfx_v10_0 (10.0), gfx_v11_0 (11.0).
+    let gfx_block = match (ips.gc.major, ips.gc.minor) {
+        (9, 4) if ips.gc.revision == 3 => (9, 4),
+        (major, _) => (u32::from(major), 0),
     };
     let mut info = DrmAmdgpuInfoHwIp::default();
     match ip {
@@ -497,10 +498,11 @@ pub fn hw_ip_info(node: &TopologyNode, ip: u32, instance: u32) -> Result<DrmAmdg
         }
         _ => {
             (info.hw_ip_version_major, info.hw_ip_version_minor) =
-                if ips.sdma == IpVersion::new(4, 4, 2) {
-                    (4, 4)
-                } else {
-                    (4, 0)
+                // sdma_v4_0 (4.0), sdma_v4_4_2 (4.4), sdma_v5_2 (5.2), sdma_v6_0 (6.0).
+                match (ips.sdma.major, ips.sdma.minor) {
+                    (4, 4) if ips.sdma.revision == 2 => (4, 4),
+                    (4, _) => (4, 0),
+                    (major, minor) => (u32::from(major), u32::from(minor)),
                 };
             info.ib_start_alignment = 256;
             info.ib_size_alignment = 4;
@@ -634,6 +636,42 @@ mod tests {
         assert_eq!((dma.ib_start_alignment, dma.ib_size_alignment), (256, 4));
         assert_eq!(info(AMDGPU_HW_IP_GFX, 1), Err(Errno::INVAL));
         assert_eq!(info(6, 0), Err(Errno::INVAL));
+    }
+
+    /// `HW_IP_INFO` on the RDNA profiles: amdgpu's gfx_v10_0 / gfx_v11_0 and sdma_v5_2 /
+    /// sdma_v6_0 blocks, with a graphics ring, the IP versions of `ip_discovery`.
+    #[test]
+    fn hw_ip_info_of_the_rdna_profiles() {
+        let user = UserMemory::open().unwrap();
+        for (target, gfx_block, gc, sdma_block, sdma) in [
+            (100300, (10, 0), 0x0a_03_00, (5, 2), 0x05_02_00),
+            (110000, (11, 0), 0x0b_00_00, (6, 0), 0x06_00_00),
+        ] {
+            let t = super::super::builtin_topology_for(target).unwrap();
+            let info = |ip: u32| {
+                let mut out = DrmAmdgpuInfoHwIp::default();
+                let q = DrmAmdgpuInfo {
+                    return_pointer: &mut out as *mut DrmAmdgpuInfoHwIp as u64,
+                    return_size: 32,
+                    query: AMDGPU_INFO_HW_IP_INFO,
+                    data: [ip, 0, 0, 0],
+                };
+                let mut arg = q.as_bytes().to_vec();
+                ioctl(&t.nodes[1], &user, DRM_IOCTL_AMDGPU_INFO, &mut arg).map(|()| out)
+            };
+            let gfx = info(AMDGPU_HW_IP_GFX).unwrap();
+            assert_eq!(
+                (gfx.hw_ip_version_major, gfx.hw_ip_version_minor),
+                gfx_block
+            );
+            assert_eq!((gfx.available_rings, gfx.ip_discovery_version), (1, gc));
+            let dma = info(AMDGPU_HW_IP_DMA).unwrap();
+            assert_eq!(
+                (dma.hw_ip_version_major, dma.hw_ip_version_minor),
+                sdma_block
+            );
+            assert_eq!(dma.ip_discovery_version, sdma, "{target}");
+        }
     }
 
     /// `READ_MMR_REG` reads `GB_ADDR_CONFIG` (dword 0x263e, as libdrm asks for it) as the

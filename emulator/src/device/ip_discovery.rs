@@ -15,8 +15,12 @@
 //!   NBIO `IP_VERSION(7, 9, 0)`); gfx90c (Renoir) GC 9.3.0 and SDMA 4.1.2 (`sdma_v4_0.c`'s
 //!   Renoir firmware case). Renoir's NBIO version is in no kernel source (its binary gives it),
 //!   so the table has none for it and kfd-emu writes no NBIF directory for it.
-//! - RDNA targets (gfx1030, gfx1100) have no row: their versions come from discovery binaries
-//!   too and are not checked here; kfd-emu writes no `ip_discovery` tree for them.
+//! - RDNA: gfx1030 (Sienna Cichlid) GC 10.3.0 (`kfd_device.c`, `kgd2kfd_probe`: GC 10.3.0 is
+//!   target 100300) and SDMA 5.2.0 (`kfd_device.c`'s SDMA table names 5.2.0 SIENNA_CICHLID);
+//!   gfx1100 (Navi31) GC 11.0.0 (`kgd2kfd_probe`: target 110000) and SDMA 6.0.0 (the SDMA
+//!   firmware amdgpu loads for it, `sdma_6_0_0.bin`, beside `gc_11_0_0_*.bin`; linux-firmware
+//!   packages them together for Navi31). Their NBIO versions are in no kernel source, so they
+//!   have no NBIF directory either.
 //!
 //! hw_id numbers are `soc15_hw_ip.h`'s (`GC_HWID` 11, `SDMA0_HWID` 42, `NBIF_HWID` 108) and
 //! the names amdgpu links beside them (`hw_id_names[]`: "GC", "SDMA0", "NBIF").
@@ -89,8 +93,9 @@ impl TargetIps {
     }
 }
 
-/// The IP versions of the gfx9 target `gfx_target_version` (90000 gfx900, 90006 gfx906,
-/// 90008 gfx908, 90010 gfx90a, 90012 gfx90c, 90402 gfx942); `None` for any other target.
+/// The IP versions of the target `gfx_target_version` (90000 gfx900, 90006 gfx906, 90008
+/// gfx908, 90010 gfx90a, 90012 gfx90c, 90402 gfx942, 100300 gfx1030, 110000 gfx1100); `None`
+/// for any other target.
 pub fn target_ips(gfx_target_version: u32) -> Option<TargetIps> {
     let v = IpVersion::new;
     let (gc, sdma, nbio, graphics) = match gfx_target_version {
@@ -100,6 +105,8 @@ pub fn target_ips(gfx_target_version: u32) -> Option<TargetIps> {
         90010 => (v(9, 4, 2), v(4, 4, 0), Some(v(7, 4, 4)), false), // Aldebaran
         90012 => (v(9, 3, 0), v(4, 1, 2), None, true),             // Renoir
         90402 => (v(9, 4, 3), v(4, 4, 2), Some(v(7, 9, 0)), false), // GC 9.4.3
+        100300 => (v(10, 3, 0), v(5, 2, 0), None, true),           // Sienna Cichlid
+        110000 => (v(11, 0, 0), v(6, 0, 0), None, true),           // Navi31
         _ => return None,
     };
     Some(TargetIps {
@@ -132,8 +139,9 @@ mod tests {
         assert_eq!(get(90010), (0x09_04_02, 0x04_04_00, Some(0x07_04_04)));
         assert_eq!(get(90012), (0x09_03_00, 0x04_01_02, None));
         assert_eq!(get(90402), (0x09_04_03, 0x04_04_02, Some(0x07_09_00)));
-        assert_eq!(target_ips(100300), None);
-        assert_eq!(target_ips(110000), None);
+        assert_eq!(get(100300), (0x0a_03_00, 0x05_02_00, None));
+        assert_eq!(get(110000), (0x0b_00_00, 0x06_00_00, None));
+        assert_eq!(target_ips(100301), None);
         let blocks: Vec<_> = target_ips(90402).unwrap().blocks().collect();
         assert_eq!(
             blocks,
