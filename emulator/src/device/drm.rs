@@ -27,7 +27,6 @@ use hsa_linux::kfd::abi::{IOC_READ, IOC_WRITE};
 use hsa_linux::topology::TopologyNode;
 use rustix::io::Errno;
 
-use super::ip_discovery::IpVersion;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 use super::mem::UserMemory;
