@@ -287,10 +287,10 @@ pub(crate) use imp::{cas32, cas64, copy};
 mod tests {
     use super::*;
 
-    /// A page mapped then unmapped: the guarded routines report its address where a plain
+    /// A page mapped then made inaccessible: the guarded routines report its address where a plain
     /// access would stop the process; on a mapped page they copy and compare-and-swap.
     #[test]
-    fn unmapped_memory_faults_instead_of_crashing() {
+    fn inaccessible_memory_faults_instead_of_crashing() {
         let len = 4096usize;
         // SAFETY: a fresh anonymous mapping of our own, unmapped below before the accesses
         // that test the fault; nothing else uses it.
@@ -321,10 +321,13 @@ mod tests {
             copy(buf.as_mut_ptr(), p.add(100), 8).unwrap();
         }
         assert_eq!(buf[..8], [5, 0, 0, 0, 7, 7, 7, 7]);
+        // The page is made inaccessible rather than unmapped: an unmapped range could be
+        // handed to another test thread's mmap before the accesses below (CI saw that once),
+        // while a PROT_NONE page keeps its addresses ours and faults on every access.
         // SAFETY: our mapping; nothing refers to it.
-        unsafe { rustix::mm::munmap(p.cast(), len) }.unwrap();
+        unsafe { rustix::mm::mprotect(p.cast(), len, rustix::mm::MprotectFlags::empty()) }.unwrap();
         let at = p as u64;
-        // SAFETY: `p` is now unmapped (no Rust object there): the routines report the fault.
+        // SAFETY: `p` is now inaccessible (no Rust object there): the routines report the fault.
         unsafe {
             assert_eq!(
                 copy(buf.as_mut_ptr(), p.add(8), 8),
@@ -363,5 +366,7 @@ mod tests {
                 })
             );
         }
+        // SAFETY: our mapping; nothing refers to it.
+        unsafe { rustix::mm::munmap(p.cast(), len) }.unwrap();
     }
 }
