@@ -371,18 +371,36 @@ impl BufferResource {
         }
     }
 
-    /// Whether an access of `len` bytes at record `index`, byte `offset` is out of range (a
-    /// load returns 0, a store is dropped): raw buffers (stride 0) check the byte offset
-    /// against NUM_RECORDS bytes, structured ones the index against NUM_RECORDS records.
-    /// Swizzled (scratch) buffers are bounded by the backing instead.
-    pub(super) fn out_of_range(&self, index: u64, offset: u64, len: u64) -> bool {
+    /// Whether an access of `len` bytes at record `index`, byte `offset` (the VGPR offset
+    /// plus the instruction's), with `soffset` from the SGPR, is out of range (a load
+    /// returns 0, a store is dropped). Raw buffers (stride 0) check the whole byte offset,
+    /// SGPR offset included, against NUM_RECORDS bytes: out of range when `soffset + offset +
+    /// len > NUM_RECORDS`. Tensile's GEMM kernels rely on the SGPR offset counting: they step
+    /// through K with it and expect the rows past the matrix to read 0 (as gem5's Vega model
+    /// and Triton's CDNA buffer descriptors describe the hardware). Structured ones check the
+    /// index against NUM_RECORDS records. Swizzled (scratch) buffers are bounded by the
+    /// backing instead.
+    pub(super) fn out_of_range(&self, index: u64, soffset: u64, offset: u64, len: u64) -> bool {
         if self.swizzle {
             false
         } else if self.stride == 0 {
-            offset + len > self.num_records
+            soffset + offset + len > self.num_records
         } else {
             index >= self.num_records
         }
+    }
+
+    /// For a raw buffer (stride 0, not swizzled), how many leading dwords of a `len`-byte
+    /// access (`len` a multiple of 4, over 4) at `soffset + offset` are in range: the Vega
+    /// ISA range-checks `load/store_dwordx{2,3,4}` per component, so an access that crosses
+    /// NUM_RECORDS moves its first dwords and reads 0 for (or drops) the rest. `None` for
+    /// other buffers and accesses, which are in or out as a whole.
+    pub(super) fn dwords_in_range(&self, soffset: u64, offset: u64, len: u64) -> Option<u64> {
+        if self.swizzle || self.stride != 0 || len <= 4 || len % 4 != 0 {
+            return None;
+        }
+        let start = soffset + offset;
+        Some((self.num_records.saturating_sub(start) / 4).min(len / 4))
     }
 }
 
@@ -453,7 +471,32 @@ pub(crate) fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
             index += lane as u64;
         }
         let offset = voff + inst.imm as u64;
-        if rsrc.out_of_range(index, offset, len as u64) {
+        // Per-component range check of a multi-dword raw load or store crossing the end.
+        let partial = match (format, mem.dir) {
+            (None, op::Dir::Load | op::Dir::Store) if !to_lds => rsrc
+                .dwords_in_range(soffset, offset, len as u64)
+                .filter(|&n| n > 0 && n < len as u64 / 4),
+            _ => None,
+        };
+        if let Some(n) = partial {
+            let addr = rsrc.base.wrapping_add(soffset).wrapping_add(offset);
+            let fault = |e: hsa_core::Error| error!(e.status(), "lane {lane}: {}", e.detail());
+            if mem.dir == op::Dir::Load {
+                let mut b = [0u8; 16];
+                for k in 0..n as usize {
+                    read_global(ctx, addr + k as u64 * 4, &mut b[k * 4..k * 4 + 4])
+                        .map_err(fault)?;
+                }
+                load_result(w, &inst.dst, lane, mem.ty, &b, len);
+            } else {
+                for k in 0..n as usize {
+                    let v = vsrc_dword(w, &inst.src[1], lane, k).to_le_bytes();
+                    write_global(ctx, addr + k as u64 * 4, &v).map_err(fault)?;
+                }
+            }
+            continue;
+        }
+        if rsrc.out_of_range(index, soffset, offset, len as u64) {
             // Out of range: loads (and returning atomics) get zeros, stores are dropped.
             if to_lds {
                 if mem.dir == op::Dir::Load {

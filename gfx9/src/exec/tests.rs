@@ -569,3 +569,149 @@ fn aql_user_sgprs_follow_the_descriptor() {
     assert_eq!(e.status(), Status::MemoryFault);
     assert_eq!(e.detail(), "kernarg preload: read at 0x8004");
 }
+
+/// Bytes at [`BufMemory::BASE`]; an access not wholly inside them fails naming its address.
+struct BufMemory(std::cell::RefCell<Vec<u8>>);
+
+impl BufMemory {
+    const BASE: u64 = 0x20_0000;
+
+    fn new(dwords: u32) -> BufMemory {
+        let v = (0..dwords)
+            .flat_map(|i| (0xA000 + i).to_le_bytes())
+            .collect();
+        BufMemory(std::cell::RefCell::new(v))
+    }
+
+    fn dword(&self, i: usize) -> u32 {
+        let m = self.0.borrow();
+        u32::from_le_bytes(m[i * 4..i * 4 + 4].try_into().unwrap())
+    }
+}
+
+impl DeviceMemory for BufMemory {
+    fn clock_counter(&self) -> u64 {
+        0
+    }
+
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        let m = self.0.borrow();
+        let o = addr.wrapping_sub(Self::BASE) as usize;
+        match m.get(o..o.wrapping_add(buf.len())) {
+            Some(s) if o < m.len() => buf.copy_from_slice(s),
+            _ => bail!(Status::MemoryFault, "read at {addr:#x}"),
+        }
+        Ok(())
+    }
+
+    fn write(&self, addr: u64, data: &[u8]) -> Result<()> {
+        let mut m = self.0.borrow_mut();
+        let o = addr.wrapping_sub(Self::BASE) as usize;
+        let n = m.len();
+        match m.get_mut(o..o.wrapping_add(data.len())) {
+            Some(s) if o < n => s.copy_from_slice(data),
+            _ => bail!(Status::MemoryFault, "write at {addr:#x}"),
+        }
+        Ok(())
+    }
+}
+
+/// One MUBUF instruction (llvm-mc-19's 8 bytes for gfx90a) over a raw V# in s[8:11] (base
+/// [`BufMemory::BASE`], stride 0, NUM_RECORDS `records`), `s2 = soffset`, `v0` = the lane's
+/// byte offset from `voff`, all 64 lanes on.
+fn raw_buffer_step(
+    bytes: [u8; 8],
+    mem: &BufMemory,
+    records: u32,
+    soffset: u32,
+    voff: impl Fn(usize) -> u32,
+) -> Wave {
+    let inst = decode(&bytes, Gfx9Target::Gfx90a).unwrap();
+    let mut w = Wave::new(0x1000, false);
+    w.sreg[8..12].copy_from_slice(&[BufMemory::BASE as u32, 0, records, 0]);
+    w.sreg[2] = soffset;
+    w.set_exec(u64::MAX);
+    for lane in 0..WAVE_SIZE {
+        w.set_v(0, lane, voff(lane));
+        for k in 0..4 {
+            w.set_v(4 + k, lane, 0xDEAD_0000 + lane as u32 * 4 + k as u32);
+        }
+    }
+    general_step(&mut w, &inst, 0x1000, mem, &mut []).unwrap_or_else(|e| panic!("{inst}: {e}"));
+    w
+}
+
+/// A raw buffer's range check counts the SGPR offset: a lane is out of range when
+/// `soffset + vgpr offset + 4 > NUM_RECORDS` and reads 0, though its address lies in memory.
+/// Tensile's GEMM kernels step through K with the SGPR offset and need the rows past the
+/// matrix to read 0 (rocBLAS 7.2.4's `quick_gemm_64_1_4_5_8_f32_r_NN` read its guard NaNs
+/// here when only the VGPR offset was checked).
+#[test]
+fn raw_buffer_range_check_counts_the_sgpr_offset() {
+    // buffer_load_dword v1, v0, s[8:11], s2 offen
+    let load = [0x00, 0x10, 0x50, 0xE0, 0x00, 0x01, 0x02, 0x02];
+    let mem = BufMemory::new(64);
+    let w = raw_buffer_step(load, &mem, 64, 16, |lane| lane as u32 * 4 % 128);
+    for lane in 0..WAVE_SIZE {
+        let at = 16 + lane as u32 * 4 % 128;
+        let want = if at + 4 <= 64 { 0xA000 + at / 4 } else { 0 };
+        assert_eq!(w.v(1, lane), want, "lane {lane} (byte {at})");
+    }
+}
+
+/// `buffer_load/store_dwordx4` on a raw buffer are range-checked per dword (Vega ISA §8.1.5:
+/// "Load/store-Dword-x{2,3,4} range-check per component"): a lane whose 16 bytes cross
+/// NUM_RECORDS moves its leading dwords and reads 0 for (or drops) the rest.
+#[test]
+fn raw_buffer_dwordx4_is_range_checked_per_dword() {
+    // NUM_RECORDS 40 with soffset 8: lane 0 (bytes 8..24) is in, lane 1 (24..40) is in,
+    // lane 2 (40..56) is out; with soffset 0 lane 2 (32..48) has two dwords in.
+    for (soffset, lane_dwords) in [(8u32, [4usize, 4, 0, 0]), (0, [4, 4, 2, 0])] {
+        // buffer_load_dwordx4 v[4:7], v0, s[8:11], s2 offen
+        let load = [0x00, 0x10, 0x5C, 0xE0, 0x00, 0x04, 0x02, 0x02];
+        let mem = BufMemory::new(32);
+        let w = raw_buffer_step(load, &mem, 40, soffset, |lane| lane as u32 * 16 % 64);
+        for (lane, &n) in lane_dwords.iter().enumerate() {
+            for k in 0..4 {
+                let at = soffset + lane as u32 * 16 + k as u32 * 4;
+                let want = if k < n { 0xA000 + at / 4 } else { 0 };
+                assert_eq!(
+                    w.v(4 + k, lane),
+                    want,
+                    "soffset {soffset} lane {lane} dword {k}"
+                );
+            }
+        }
+        // buffer_store_dwordx4 v[4:7], v0, s[8:11], s2 offen: lanes 0..3 only (the others
+        // would store to the same places).
+        let store = [0x00, 0x10, 0x7C, 0xE0, 0x00, 0x04, 0x02, 0x02];
+        let mem = BufMemory::new(32);
+        let before: Vec<u32> = (0..32).map(|i| mem.dword(i)).collect();
+        let inst = decode(&store, Gfx9Target::Gfx90a).unwrap();
+        let mut w = Wave::new(0x1000, false);
+        w.sreg[8..12].copy_from_slice(&[BufMemory::BASE as u32, 0, 40, 0]);
+        w.sreg[2] = soffset;
+        w.set_exec(0xF);
+        for lane in 0..4 {
+            w.set_v(0, lane, lane as u32 * 16);
+            for k in 0..4 {
+                w.set_v(4 + k, lane, 0x5000 + lane as u32 * 4 + k as u32);
+            }
+        }
+        general_step(&mut w, &inst, 0x1000, &mem, &mut []).unwrap();
+        for i in 0..32 {
+            let at = i as u32 * 4;
+            let (lane, k) = (
+                (at.wrapping_sub(soffset) / 16) as usize,
+                (at.wrapping_sub(soffset) % 16 / 4) as usize,
+            );
+            let stored = at >= soffset && lane < 4 && k < lane_dwords[lane];
+            let want = if stored {
+                0x5000 + lane as u32 * 4 + k as u32
+            } else {
+                before[i]
+            };
+            assert_eq!(mem.dword(i), want, "soffset {soffset} memory dword {i}");
+        }
+    }
+}
