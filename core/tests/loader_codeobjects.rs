@@ -745,6 +745,45 @@ fn kernels_of_every_metadata_note_are_loaded() {
     );
 }
 
+/// A later metadata note may leave `amdhsa.target` out (rocBLAS 7.2.4's Tensile libraries for
+/// double precision do: HIP's load of them failed with `INVALID_CODE_OBJECT` and rocBLAS
+/// answered `rocblas_status_internal_error`): the note belongs to the code object's target
+/// and its kernels load. A note naming another target is still refused.
+#[test]
+fn a_later_note_without_a_target_belongs_to_the_code_object() {
+    let file = "linked/kernels+more-gfx90a-v5.hsaco";
+    let raw = read(file);
+    let key = b"amdhsa.target";
+    let at: Vec<usize> = raw
+        .windows(key.len())
+        .enumerate()
+        .filter(|(_, w)| w[..] == key[..])
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(at.len(), 2, "one target per note");
+    // "amdhsa.target" -> "amdhsa.tarXet": a key the parser does not know, so no target.
+    let no_target = patched(file, at[1] + 10, b"X");
+    let co = CodeObject::parse(&no_target).unwrap();
+    assert_eq!(co.kernel_count(), 8);
+    assert_eq!(co.metadata().target, Some("amdgcn-amd-amdhsa--gfx90a"));
+    // The target string's processor "gfx90a" -> "gfx90c" in the second note: refused.
+    let value = b"amdgcn-amd-amdhsa--gfx90a";
+    let second = at[1]
+        + raw[at[1]..]
+            .windows(value.len())
+            .position(|w| w == value)
+            .unwrap();
+    let other = patched(file, second + value.len() - 1, b"c");
+    let e = CodeObject::parse(&other).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidCodeObject);
+    assert_eq!(
+        e.detail().to_string(),
+        "metadata note 1: amdhsa.version [1, 2] and amdhsa.target \
+         Some(\"amdgcn-amd-amdhsa--gfx90c\") differ from the first note's [1, 2] and \
+         Some(\"amdgcn-amd-amdhsa--gfx90a\")"
+    );
+}
+
 #[test]
 fn every_prefix_is_an_error_never_a_panic() {
     for file in ["kernels-gfx900-v4.hsaco", "kernels_ocl-gfx90a-v5.hsaco"] {

@@ -311,7 +311,9 @@ impl<'a> CodeObject<'a> {
         // Metadata notes: one, or one per kernel in a code object linked from several
         // (rocBLAS's Tensile libraries hold hundreds), whose kernel lists together are the
         // code object's, as amd_comgr merges them. Every note must agree on the version and
-        // target.
+        // on the target where it names one: Tensile's per-kernel notes may leave
+        // amdhsa.target out (rocBLAS 7.2.4's double-precision libraries do), and such a note
+        // belongs to the code object's target.
         let mut metadata: Option<Metadata<'a>> = None;
         let mut kernel_count = 0u32;
         for (index, desc) in MetadataNotes::new(phdrs, data).enumerate() {
@@ -322,8 +324,13 @@ impl<'a> CodeObject<'a> {
                     bad!("metadata note {index}: {}", e.detail())
                 }
             })?;
-            if let Some(first) = &metadata {
-                if note.version != first.version || note.target != first.target {
+            if let Some(first) = &mut metadata {
+                if first.target.is_none() {
+                    first.target = note.target;
+                }
+                if note.version != first.version
+                    || note.target.is_some_and(|t| Some(t) != first.target)
+                {
                     return Err(bad!(
                         "metadata note {index}: amdhsa.version {:?} and amdhsa.target {:?} \
                          differ from the first note's {:?} and {:?}",
