@@ -317,6 +317,12 @@ pub struct DispatchState {
     /// which the interpreter cannot model; it stops with [`Status::IllegalInstruction`]
     /// naming the register and the allocation instead.
     pub check_vgpr_allocation: bool,
+    /// Whether the GPU runs with SRAM ECC on (its topology node's `capability` has
+    /// `HSA_CAP_SRAM_EDCSUPPORTED`: the `sramecc+` of its target id). With it, D16 loads
+    /// (`buffer/global/flat/scratch_load_*_d16[_hi]`, `ds_read_*_d16[_hi]`, the D16 format
+    /// loads) write 0 to the half of the VGPR they do not load; without it they keep it
+    /// (AMDGPUUsage's target features; LLVM's `d16PreservesUnusedBits`).
+    pub sramecc: bool,
 }
 
 /// Where the SPI takes a wave's user SGPRs (`s0` up to `COMPUTE_PGM_RSRC2.USER_SGPR`) from.
@@ -364,6 +370,7 @@ impl DispatchState {
             gb_addr_config: 0,
             user_sgprs: UserSgprs::FromDescriptor,
             check_vgpr_allocation: false,
+            sramecc: false,
         }
     }
 }
@@ -968,6 +975,7 @@ fn init_wave(
     let rsrc1 = kd.compute_pgm_rsrc1;
     w.mode = (rsrc1 >> 12 & 0xFF) | (rsrc1 >> 21 & 1) << 8 | (rsrc1 >> 23 & 1) << 9;
     w.hw_id = hw_id(ctx.target, ctx.cu, wave_index, &dispatch.launch);
+    w.sramecc = dispatch.sramecc;
     // The wave's slot in the queue's scratch: the SPI gives each live wave one of
     // COMPUTE_TMPRING_SIZE.WAVES slots of WAVESIZE KiB; the private segment wave offset is
     // the slot's byte offset in the backing memory (AMDGPUUsage "Private Segment Buffer").

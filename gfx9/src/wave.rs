@@ -66,6 +66,11 @@ pub struct Wave {
     /// While the wave waits in a GWS instruction: the resource's generation when it began
     /// waiting (a release moves the generation on).
     pub gws_wait: Option<u32>,
+    /// Whether the GPU runs with SRAM ECC on ([`crate::exec::DispatchState::sramecc`]): a
+    /// D16 load then writes 0 to the half of the VGPR it does not load instead of keeping
+    /// it (LLVM's `d16PreservesUnusedBits` is false with SRAMECC, and compilers OR the two
+    /// halves of a `_d16`/`_d16_hi` pair together).
+    pub sramecc: bool,
 }
 
 impl Wave {
@@ -86,6 +91,7 @@ impl Wave {
             state: WaveState::Running,
             executed: 0,
             gws_wait: None,
+            sramecc: false,
         }
     }
 

@@ -419,6 +419,15 @@ pub(crate) enum Outcome {
     ScratchRequest(crate::gfx9::exec::ScratchShort),
 }
 
+/// What the waves of a dispatch take from the GPU itself rather than from the dispatch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct GpuRegs {
+    /// The GPU's `GB_ADDR_CONFIG` ([`DispatchState::gb_addr_config`]).
+    pub gb_addr_config: u32,
+    /// Whether the GPU runs with SRAM ECC on ([`DispatchState::sramecc`]).
+    pub sramecc: bool,
+}
+
 /// Runs `dispatch` as machine code for `target` on GPU `gpu_id` with `lds_bytes` of LDS,
 /// spreading its work-groups over `threads` host threads. `done` counts the work-groups
 /// completed as they complete (a chunk at a time), for a watcher of the device's progress.
@@ -429,8 +438,8 @@ pub(crate) enum Outcome {
 /// [`PREEMPT_CHECK_INSTRUCTIONS`](crate::gfx9::exec::PREEMPT_CHECK_INSTRUCTIONS)
 /// instructions and the dispatch fails with a `preempted` error. `launch` places the
 /// work-groups on the queue's enabled CUs and gives the waves their HW_ID
-/// ([`crate::gfx9::hwid`]); `gb_addr_config` is the GPU's `GB_ADDR_CONFIG`, with which the
-/// image instructions address swizzled images.
+/// ([`crate::gfx9::hwid`]); `gpu` holds the GPU's `GB_ADDR_CONFIG`, with which the image
+/// instructions address swizzled images, and its SRAM ECC mode ([`GpuRegs`]).
 ///
 /// `caches` is the caller's interpreter state, kept from one dispatch to the next
 /// ([`Interpreters`]).
@@ -446,7 +455,7 @@ pub(crate) fn run(
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
     launch: WaveLaunch,
-    gb_addr_config: u32,
+    gpu: GpuRegs,
     caches: &mut Interpreters,
 ) -> Outcome {
     let mut scratch = None;
@@ -461,7 +470,7 @@ pub(crate) fn run(
         preempt,
         interrupt,
         launch,
-        gb_addr_config,
+        gpu,
         caches,
         &mut scratch,
     ) {
@@ -556,6 +565,7 @@ fn prepare(
         max_instructions_per_wave: MAX_INSTRUCTIONS_PER_WAVE,
         launch: WaveLaunch::SINGLE_CU,
         gb_addr_config: 0,
+        sramecc: false,
         user_sgprs: UserSgprs::FromDescriptor,
         check_vgpr_allocation: false,
     };
@@ -642,7 +652,7 @@ fn run_inner(
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
     launch: WaveLaunch,
-    gb_addr_config: u32,
+    gpu: GpuRegs,
     kept: &mut Interpreters,
     scratch: &mut Option<crate::gfx9::exec::ScratchShort>,
 ) -> Result<ExecStats, Failure> {
@@ -671,17 +681,7 @@ fn run_inner(
     .map_err(setup)?;
     drop(memory);
     run_prepared(
-        prepared,
-        target,
-        allocs,
-        gpu_id,
-        threads,
-        done,
-        preempt,
-        interrupt,
-        launch,
-        gb_addr_config,
-        kept,
+        prepared, target, allocs, gpu_id, threads, done, preempt, interrupt, launch, gpu, kept,
         scratch,
     )
 }
@@ -700,7 +700,7 @@ fn run_prepared(
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
     launch: WaveLaunch,
-    gb_addr_config: u32,
+    gpu: GpuRegs,
     kept: &mut Interpreters,
     scratch: &mut Option<crate::gfx9::exec::ScratchShort>,
 ) -> Result<ExecStats, Failure> {
@@ -711,7 +711,8 @@ fn run_prepared(
     let state = DispatchState {
         max_instructions_per_wave: u64::MAX,
         launch,
-        gb_addr_config,
+        gb_addr_config: gpu.gb_addr_config,
+        sramecc: gpu.sramecc,
         ..prepared.state
     };
     // The CP's scratch request, typed, before anything else it refuses.
@@ -888,7 +889,7 @@ pub(crate) fn run_registers(
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
     launch: WaveLaunch,
-    gb_addr_config: u32,
+    gpu: GpuRegs,
     caches: &mut Interpreters,
 ) -> Outcome {
     let entry = dispatch.entry;
@@ -963,24 +964,15 @@ pub(crate) fn run_registers(
             private_segment_size,
             max_instructions_per_wave: MAX_INSTRUCTIONS_PER_WAVE,
             launch,
-            gb_addr_config,
+            gb_addr_config: gpu.gb_addr_config,
+            sramecc: gpu.sramecc,
             user_sgprs: UserSgprs::Registers(dispatch.user_data),
             check_vgpr_allocation: true,
         },
     };
     let mut short = None;
     match run_prepared(
-        prepared,
-        target,
-        allocs,
-        gpu_id,
-        threads,
-        done,
-        preempt,
-        interrupt,
-        launch,
-        gb_addr_config,
-        caches,
+        prepared, target, allocs, gpu_id, threads, done, preempt, interrupt, launch, gpu, caches,
         &mut short,
     ) {
         Ok(s) => Outcome::Ran(s),

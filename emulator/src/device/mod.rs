@@ -321,6 +321,11 @@ struct Gpu {
     /// Its `GB_ADDR_CONFIG` ([`profile::gb_addr_config`]): what `GET_TILE_CONFIG` reports
     /// and the interpreter lays swizzled images out with.
     gb_addr_config: u32,
+    /// Whether it runs with SRAM ECC on: its node's `capability` has
+    /// `HSA_CAP_SRAM_EDCSUPPORTED` (or the older bit) and its processor has SRAMECC
+    /// ([`hsa_core::isa::TargetId::of_node`]'s rule); D16 loads then zero the half they do
+    /// not load.
+    sramecc: bool,
 }
 
 /// The device state shared with the processor threads.
@@ -547,6 +552,8 @@ impl EmulatedKfd {
                 ),
                 sdma_count_width: sdma::CountWidth::for_target(p.gfx_target_version),
                 gb_addr_config: profile::gb_addr_config(p),
+                sramecc: hsa_core::isa::TargetId::of_node(p, false)
+                    .is_some_and(|t| t.sramecc == hsa_core::isa::FeatureSetting::On),
             });
         }
         if gpus.is_empty() {

@@ -635,10 +635,16 @@ impl CpHost<'_> {
         &self,
         target: Gfx9Target,
         label: &dyn Fn() -> String,
-        run: &dyn Fn(&mut interp::Interpreters, WaveLaunch, u32) -> interp::Outcome,
+        run: &dyn Fn(&mut interp::Interpreters, WaveLaunch, interp::GpuRegs) -> interp::Outcome,
     ) -> hsa_core::Result<()> {
         let launch = self.wave_launch()?;
-        let gb_addr_config = self.device.gpu(self.gpu_id).map_or(0, |g| g.gb_addr_config);
+        let gpu = self
+            .device
+            .gpu(self.gpu_id)
+            .map_or_else(interp::GpuRegs::default, |g| interp::GpuRegs {
+                gb_addr_config: g.gb_addr_config,
+                sramecc: g.sramecc,
+            });
         let mut caches = self.caches.borrow_mut();
         let counts = |caches: &[DecodeCache]| {
             caches.iter().fold((0, 0, 0), |(d, i, r), c| {
@@ -651,7 +657,7 @@ impl CpHost<'_> {
         };
         let before = counts(&caches.caches);
         let started = std::time::Instant::now();
-        let outcome = run(&mut caches, launch, gb_addr_config);
+        let outcome = run(&mut caches, launch, gpu);
         let after = counts(&caches.caches);
         drop(caches);
         let c = &self.device.stats;

@@ -238,7 +238,11 @@ pub(crate) fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
                 } else {
                     u16::from(b[0])
                 };
-                let old = vsrc_dword(w, &inst.dst, lane, 0);
+                let old = if w.sramecc {
+                    0
+                } else {
+                    vsrc_dword(w, &inst.dst, lane, 0)
+                };
                 let v = if matches!(
                     op,
                     Op::DsReadU8D16Hi | Op::DsReadI8D16Hi | Op::DsReadU16D16Hi

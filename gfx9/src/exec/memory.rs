@@ -132,7 +132,7 @@ pub(crate) fn load_result(
         MemTy::Sshort => u16::from_le_bytes([b[0], b[1]]) as i16 as i32 as u32 as u64,
         // D16 loads (Vega ISA §9.1.9 "16-bit memory operations"): the 16-bit value (a byte
         // zero- or sign-extended to 16 bits) replaces the low or (`_hi`) the high half of the
-        // VGPR; the other half keeps its value.
+        // VGPR; the other half keeps its value, or is 0 with SRAM ECC on.
         MemTy::ShortD16
         | MemTy::ShortD16Hi
         | MemTy::UbyteD16
@@ -144,7 +144,11 @@ pub(crate) fn load_result(
                 MemTy::UbyteD16 | MemTy::UbyteD16Hi => u16::from(b[0]),
                 _ => u16::from_le_bytes([b[0], b[1]]),
             };
-            let old = vsrc_dword(w, dst, lane, 0);
+            let old = if w.sramecc {
+                0
+            } else {
+                vsrc_dword(w, dst, lane, 0)
+            };
             let v = if matches!(
                 ty,
                 MemTy::ShortD16Hi | MemTy::UbyteD16Hi | MemTy::SbyteD16Hi
@@ -508,6 +512,12 @@ pub(crate) fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
                 format_out_of_range(w, inst, lane);
                 continue;
             }
+            if mem.dir == op::Dir::Load {
+                // A load of zeros: a D16 load writes its half only (the other kept, or 0
+                // with SRAM ECC on), as in range.
+                load_result(w, &inst.dst, lane, mem.ty, &[0; 16], len);
+                continue;
+            }
             for k in 0..inst.info.widths[0] as usize {
                 set_vdst_dword(w, &inst.dst, lane, k, 0);
             }
@@ -578,7 +588,11 @@ pub(crate) fn format_out_of_range(w: &mut Wave, inst: &Instruction, lane: usize)
         return;
     }
     for k in (0..comps).step_by(2) {
-        let old = vsrc_dword(w, &inst.dst, lane, k / 2);
+        let old = if w.sramecc {
+            0
+        } else {
+            vsrc_dword(w, &inst.dst, lane, k / 2)
+        };
         let v = if hi {
             old & 0xFFFF
         } else if k + 1 < comps {
@@ -619,7 +633,11 @@ pub(crate) fn format_access(
         if d16 {
             for k in (0..comps).step_by(2) {
                 let x = u32::from(f.load_d16(elem, k));
-                let old = vsrc_dword(w, &inst.dst, lane, k / 2);
+                let old = if w.sramecc {
+                    0
+                } else {
+                    vsrc_dword(w, &inst.dst, lane, k / 2)
+                };
                 let v = if hi {
                     old & 0xFFFF | x << 16
                 } else if k + 1 < comps {

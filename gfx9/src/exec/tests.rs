@@ -715,3 +715,73 @@ fn raw_buffer_dwordx4_is_range_checked_per_dword() {
         }
     }
 }
+
+/// D16 loads keep the half of the VGPR they do not load, unless the GPU runs with SRAM ECC
+/// on (`sramecc+`), where that half reads 0 (LLVM's `d16PreservesUnusedBits`): Tensile's
+/// f16 GEMMs on gfx90a load a `_d16`/`_d16_hi` pair into two VGPRs and OR them, so a kept
+/// half corrupted the value (rocBLAS 7.2.4's `quick_gemm_small_f16_r` read -1.0078125 for
+/// -1). Out of range, the load writes its half as 0 and treats the other half the same way.
+#[test]
+fn d16_loads_keep_the_other_half_unless_sramecc_is_on() {
+    let mem = BufMemory::new(16);
+    // Lane 0 in range (byte 8: 0xA002's low half), lane 1 out (byte 64 of 64).
+    let cases: [([u8; 8], bool); 2] = [
+        // buffer_load_short_d16 v1, v0, s[8:11], s2 offen
+        ([0x00, 0x10, 0x90, 0xE0, 0x00, 0x01, 0x02, 0x02], false),
+        // buffer_load_short_d16_hi v1, v0, s[8:11], s2 offen
+        ([0x00, 0x10, 0x94, 0xE0, 0x00, 0x01, 0x02, 0x02], true),
+    ];
+    for (bytes, hi) in cases {
+        for sramecc in [false, true] {
+            let inst = decode(&bytes, Gfx9Target::Gfx90a).unwrap();
+            let mut w = Wave::new(0x1000, false);
+            w.sramecc = sramecc;
+            w.sreg[8..12].copy_from_slice(&[BufMemory::BASE as u32, 0, 64, 0]);
+            w.set_exec(0b11);
+            w.set_v(0, 0, 8);
+            w.set_v(0, 1, 64);
+            w.set_v(1, 0, 0x1234_5678);
+            w.set_v(1, 1, 0x1234_5678);
+            general_step(&mut w, &inst, 0x1000, &mem, &mut []).unwrap();
+            let kept = if sramecc { 0 } else { 0x1234_5678 };
+            let place = |h: u32| {
+                if hi {
+                    h << 16 | kept & 0xFFFF
+                } else {
+                    kept & 0xFFFF_0000 | h
+                }
+            };
+            assert_eq!(
+                w.v(1, 0),
+                place(0xA002),
+                "{inst} sramecc {sramecc} in range"
+            );
+            assert_eq!(w.v(1, 1), place(0), "{inst} sramecc {sramecc} out of range");
+        }
+    }
+    // ds_read_u16_d16 v1, v0 and ds_read_u16_d16_hi v1, v0 of LDS bytes 4..6 (0xBEEF).
+    for (bytes, hi) in [
+        ([0x00, 0x00, 0xB4, 0xD8, 0x00, 0x00, 0x00, 0x01], false),
+        ([0x00, 0x00, 0xB6, 0xD8, 0x00, 0x00, 0x00, 0x01], true),
+    ] {
+        for sramecc in [false, true] {
+            let inst = decode(&bytes, Gfx9Target::Gfx90a).unwrap();
+            let mut lds = [0u8; 16];
+            lds[4..6].copy_from_slice(&0xBEEFu16.to_le_bytes());
+            let mut w = Wave::new(0x1000, false);
+            w.sramecc = sramecc;
+            w.set_exec(1);
+            w.set_v(0, 0, 4);
+            w.set_v(1, 0, 0x1234_5678);
+            w.sreg[124] = u32::MAX; // M0: the LDS limit
+            general_step(&mut w, &inst, 0x1000, &NoMemory, &mut lds).unwrap();
+            let kept = if sramecc { 0 } else { 0x1234_5678 };
+            let want = if hi {
+                0xBEEF << 16 | kept & 0xFFFF
+            } else {
+                kept & 0xFFFF_0000 | 0xBEEF
+            };
+            assert_eq!(w.v(1, 0), want, "{inst} sramecc {sramecc}");
+        }
+    }
+}
