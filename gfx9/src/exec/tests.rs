@@ -699,7 +699,7 @@ fn raw_buffer_dwordx4_is_range_checked_per_dword() {
             }
         }
         general_step(&mut w, &inst, 0x1000, &mem, &mut []).unwrap();
-        for i in 0..32 {
+        for (i, &old) in before.iter().enumerate() {
             let at = i as u32 * 4;
             let (lane, k) = (
                 (at.wrapping_sub(soffset) / 16) as usize,
@@ -709,7 +709,7 @@ fn raw_buffer_dwordx4_is_range_checked_per_dword() {
             let want = if stored {
                 0x5000 + lane as u32 * 4 + k as u32
             } else {
-                before[i]
+                old
             };
             assert_eq!(mem.dword(i), want, "soffset {soffset} memory dword {i}");
         }
