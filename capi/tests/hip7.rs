@@ -228,3 +228,38 @@ fn hipblas7_sgemm_verifies_on_this_library() {
         assert!(norm < 1e-5, "error norm {norm}: {line}");
     }
 }
+
+/// rocBLAS 7.2.4's own tests of three Tensile GEMMs pass on this library (emulated gfx90a,
+/// sramecc+), each once broken by a different fault, found by tracing the kernel:
+/// - `quick_gemm_64_1_4_5_8_f32_r_NN` (an MFMA SGEMM): it reads the rows of A past K through
+///   the SGPR offset of a raw buffer and needs them to read 0; the range check ignored the
+///   SGPR offset, so it read rocBLAS's guard NaNs and its result was NaN;
+/// - `quick_gemm_fortran_f64_r_NN_7_9_15`: its code object's later metadata notes name no
+///   `amdhsa.target`; the loader refused it and rocBLAS answered
+///   `rocblas_status_internal_error`;
+/// - `quick_gemm_small_f16_r_NN_8_2_2`: it ORs a `buffer_load_short_d16`/`_d16_hi` pair,
+///   which with SRAM ECC on leave the other half 0; the kept half made -1 read -1.0078125.
+#[test]
+fn rocblas7_tensile_gemms_pass_on_this_library() {
+    let Some(root) = hsa_test_support::rocm7::chroot(&[
+        "usr/libexec/rocm/librocblas5-tests/rocblas-test",
+        "usr/lib/x86_64-linux-gnu/libamdhip64.so.7",
+    ]) else {
+        return;
+    };
+    let filter = "--gtest_filter=*quick_gemm_64_1_4_5_8_f32_r_NN_63_4_6_5_63_6_0_63*:\
+                  *quick_gemm_fortran_f64_r_NN_7_9_15_2_17_18_n1_19_F*:\
+                  *quick_gemm_small_f16_rf16_rf16_rf16_rf16_r_NN_8_2_2_1_8_8_1_8_8*";
+    let out = run_ours(
+        &root,
+        None,
+        "/usr/libexec/rocm/librocblas5-tests/rocblas-test",
+        &[filter],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("[  PASSED  ] 3 tests."),
+        "not the three tests passed:\n{stdout}\n{stderr}"
+    );
+}
