@@ -955,8 +955,8 @@ pub(super) fn run(
             let a = addr as usize * WAVE_SIZE;
             let reg = reg as usize * WAVE_SIZE;
             for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
-                // The general path's address: the VGPR as u32 plus the offset, in u64.
-                let at = w.vgpr[a + lane] as usize + offset as usize;
+                // The general path's address: the 32-bit sum of the VGPR and the offset.
+                let at = w.vgpr[a + lane].wrapping_add(u32::from(offset)) as usize;
                 if store {
                     if let Some(d) = lds.get_mut(at..at + n) {
                         for k in 0..dwords as usize {

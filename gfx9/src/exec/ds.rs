@@ -70,21 +70,25 @@ pub(crate) fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
     }
     for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
         let base = vsrc(w, &inst.src[0], lane, false, false) as u32 as u64;
+        // The LDS address is the 32-bit sum of ADDR and the offset: a negative ADDR (LLVM
+        // folds `base - 8` into `offset:256` on gfx9, where DS offsets are usable with any
+        // base) wraps into the work-group's LDS.
+        let at = move |o: u64| u64::from((base as u32).wrapping_add(o as u32));
         let d0 = vsrc(w, &inst.src[1], lane, wd[2] == 2, false);
         let d1 = vsrc(w, &inst.src[2], lane, wd[3] == 2, false);
         let mut b = [0u8; 16];
         match op {
-            Op::DsWriteB8 => lds_write(ctx.lds, base + offset, &[d0 as u8]),
+            Op::DsWriteB8 => lds_write(ctx.lds, at(offset), &[d0 as u8]),
             // 96-bit accesses (Vega ISA DS 222, 254): three dwords.
             Op::DsWriteB96 => {
                 for k in 0..3 {
                     let v = vsrc_dword(w, &inst.src[1], lane, k);
                     b[k * 4..k * 4 + 4].copy_from_slice(&v.to_le_bytes());
                 }
-                lds_write(ctx.lds, base + offset, &b[..12]);
+                lds_write(ctx.lds, at(offset), &b[..12]);
             }
             Op::DsReadB96 => {
-                lds_read(ctx.lds, base + offset, &mut b[..12]);
+                lds_read(ctx.lds, at(offset), &mut b[..12]);
                 for k in 0..3 {
                     let v =
                         u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
@@ -108,9 +112,9 @@ pub(crate) fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
                     1,
                 );
             }
-            Op::DsWriteB16 => lds_write(ctx.lds, base + offset, &(d0 as u16).to_le_bytes()),
-            Op::DsWriteB32 => lds_write(ctx.lds, base + offset, &(d0 as u32).to_le_bytes()),
-            Op::DsWriteB64 => lds_write(ctx.lds, base + offset, &d0.to_le_bytes()),
+            Op::DsWriteB16 => lds_write(ctx.lds, at(offset), &(d0 as u16).to_le_bytes()),
+            Op::DsWriteB32 => lds_write(ctx.lds, at(offset), &(d0 as u32).to_le_bytes()),
+            Op::DsWriteB64 => lds_write(ctx.lds, at(offset), &d0.to_le_bytes()),
             Op::DsWriteB128 => {
                 let r = match inst.src[1] {
                     Operand::Vgpr { index, .. } => index as usize,
@@ -119,7 +123,7 @@ pub(crate) fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
                 for k in 0..4 {
                     b[k * 4..k * 4 + 4].copy_from_slice(&w.v(r + k, lane).to_le_bytes());
                 }
-                lds_write(ctx.lds, base + offset, &b);
+                lds_write(ctx.lds, at(offset), &b);
             }
             Op::DsWrite2B32 | Op::DsWrite2st64B32 | Op::DsWrite2B64 | Op::DsWrite2st64B64 => {
                 let size = if matches!(op, Op::DsWrite2B64 | Op::DsWrite2st64B64) {
@@ -133,8 +137,8 @@ pub(crate) fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
                     size
                 };
                 let (v0, v1) = (d0.to_le_bytes(), d1.to_le_bytes());
-                lds_write(ctx.lds, base + o0 * scale, &v0[..size as usize]);
-                lds_write(ctx.lds, base + o1 * scale, &v1[..size as usize]);
+                lds_write(ctx.lds, at(o0 * scale), &v0[..size as usize]);
+                lds_write(ctx.lds, at(o1 * scale), &v1[..size as usize]);
             }
             Op::DsReadB32
             | Op::DsReadU8
@@ -150,7 +154,7 @@ pub(crate) fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
                     Op::DsReadB64 => 8,
                     _ => 16,
                 };
-                lds_read(ctx.lds, base + offset, &mut b[..n]);
+                lds_read(ctx.lds, at(offset), &mut b[..n]);
                 let lo = u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
                 let v = match op {
                     Op::DsReadI8 => lo as u8 as i8 as i32 as u32 as u64,
@@ -177,9 +181,9 @@ pub(crate) fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
                 } else {
                     size as u64
                 };
-                lds_read(ctx.lds, base + o0 * scale, &mut b[..size]);
+                lds_read(ctx.lds, at(o0 * scale), &mut b[..size]);
                 let (lo, hi) = b.split_at_mut(size);
-                lds_read(ctx.lds, base + o1 * scale, &mut hi[..size]);
+                lds_read(ctx.lds, at(o1 * scale), &mut hi[..size]);
                 let _ = lo;
                 if let Operand::Vgpr { index, .. } = inst.dst {
                     for k in 0..(2 * size / 4) {
@@ -201,7 +205,7 @@ pub(crate) fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
             | Op::DsOrB32
             | Op::DsXorB32
             | Op::DsAddRtnU32 => {
-                let addr = base + offset;
+                let addr = at(offset);
                 lds_read(ctx.lds, addr, &mut b[..4]);
                 let old = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
                 let v = d0 as u32;
@@ -219,9 +223,9 @@ pub(crate) fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
             }
             // D16 forms (Vega ISA DS opcodes 84..91): the high half of the data is stored; a
             // read replaces one half of the VGPR, keeping the other.
-            Op::DsWriteB8D16Hi => lds_write(ctx.lds, base + offset, &[(d0 >> 16) as u8]),
+            Op::DsWriteB8D16Hi => lds_write(ctx.lds, at(offset), &[(d0 >> 16) as u8]),
             Op::DsWriteB16D16Hi => {
-                lds_write(ctx.lds, base + offset, &((d0 >> 16) as u16).to_le_bytes())
+                lds_write(ctx.lds, at(offset), &((d0 >> 16) as u16).to_le_bytes())
             }
             Op::DsReadU8D16
             | Op::DsReadU8D16Hi
@@ -230,7 +234,7 @@ pub(crate) fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
             | Op::DsReadU16D16
             | Op::DsReadU16D16Hi => {
                 let wide = matches!(op, Op::DsReadU16D16 | Op::DsReadU16D16Hi);
-                lds_read(ctx.lds, base + offset, &mut b[..if wide { 2 } else { 1 }]);
+                lds_read(ctx.lds, at(offset), &mut b[..if wide { 2 } else { 1 }]);
                 let h = if wide {
                     u16::from_le_bytes([b[0], b[1]])
                 } else if matches!(op, Op::DsReadI8D16 | Op::DsReadI8D16Hi) {
@@ -267,7 +271,7 @@ pub(crate) fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
                 let st64 = matches!(op, Op::DsWrxchg2st64RtnB32 | Op::DsWrxchg2st64RtnB64);
                 let scale = size as u64 * if st64 { 64 } else { 1 };
                 for (k, (o, d)) in [(o0, d0), (o1, d1)].into_iter().enumerate() {
-                    let addr = base + o * scale;
+                    let addr = at(o * scale);
                     let mut old = [0u8; 8];
                     lds_read(ctx.lds, addr, &mut old[..size]);
                     lds_write(ctx.lds, addr, &d.to_le_bytes()[..size]);
@@ -303,7 +307,7 @@ pub(crate) fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
             _ => {
                 let atomic = op.attrs().atomic.ok_or_else(|| not_implemented(inst))?;
                 let (op, wide) = (atomic.op, atomic.wide);
-                let addr = base + offset;
+                let addr = at(offset);
                 let n = if wide { 8 } else { 4 };
                 lds_read(ctx.lds, addr, &mut b[..n]);
                 let old = u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));

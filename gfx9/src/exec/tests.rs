@@ -785,3 +785,60 @@ fn d16_loads_keep_the_other_half_unless_sramecc_is_on() {
         }
     }
 }
+
+/// A DS address is the 32-bit sum of ADDR and the offset: LLVM folds `base - 8` into
+/// `offset:256` on gfx9 (DS offsets are usable with any base there), so a negative ADDR
+/// must wrap into LDS. rocFFT 7.2.4's real-to-complex post-processing reads `Z[N - k]` so;
+/// it read 0 instead and its length-64 transform failed its accuracy test.
+#[test]
+fn ds_address_wraps_at_32_bits() {
+    let t = Gfx9Target::Gfx90a;
+    let mut lds = [0u8; 512];
+    for (i, b) in lds.iter_mut().enumerate() {
+        *b = i as u8;
+    }
+    let dword = |lds: &[u8], at: usize| u32::from_le_bytes(lds[at..at + 4].try_into().unwrap());
+    let run = |bytes: [u8; 8], lds: &mut [u8], w: &mut Wave| {
+        let inst = decode(&bytes, t).unwrap();
+        general_step(w, &inst, 0x1000, &NoMemory, lds).unwrap_or_else(|e| panic!("{inst}: {e}"));
+    };
+    let mut w = Wave::new(0x1000, true);
+    w.set_exec(1);
+    w.sreg[124] = u32::MAX; // M0
+    w.set_v(6, 0, (-8i32) as u32);
+    // ds_read_b64 v[4:5], v6 offset:256: bytes 248..256.
+    run(
+        [0x00, 0x01, 0xEC, 0xD8, 0x06, 0x00, 0x00, 0x04],
+        &mut lds,
+        &mut w,
+    );
+    assert_eq!((w.v(4, 0), w.v(5, 0)), (dword(&lds, 248), dword(&lds, 252)));
+    // ds_read2_b64 v[8:11], v6 offset0:1 offset1:32: bytes 0..8 and 248..256.
+    run(
+        [0x01, 0x20, 0xEE, 0xD8, 0x06, 0x00, 0x00, 0x08],
+        &mut lds,
+        &mut w,
+    );
+    let got: Vec<u32> = (8..12).map(|r| w.v(r, 0)).collect();
+    assert_eq!(
+        got,
+        [
+            dword(&lds, 0),
+            dword(&lds, 4),
+            dword(&lds, 248),
+            dword(&lds, 252)
+        ]
+    );
+    // ds_write_b64 v6, v[2:3] offset:256: bytes 248..256 take v2, v3.
+    w.set_v(2, 0, 0xAABB_CCDD);
+    w.set_v(3, 0, 0x1122_3344);
+    run(
+        [0x00, 0x01, 0x9A, 0xD8, 0x06, 0x02, 0x00, 0x00],
+        &mut lds,
+        &mut w,
+    );
+    assert_eq!(
+        (dword(&lds, 248), dword(&lds, 252)),
+        (0xAABB_CCDD, 0x1122_3344)
+    );
+}

@@ -321,7 +321,12 @@ fn fast_path_matches_the_general_interpreter() {
                         a
                     };
                     if form.starts_with("ds_") {
-                        w.vgpr[2 * WAVE_SIZE + l] = lds_off as u32;
+                        // Some lanes with a negative base: the offset wraps it into LDS.
+                        w.vgpr[2 * WAVE_SIZE + l] = if r % 7 == 3 {
+                            0u32.wrapping_sub(((r >> 44) as u32 % 4 + 1) * 4)
+                        } else {
+                            lds_off as u32
+                        };
                     } else if form.contains("s[4:5]") && form.starts_with("global_") {
                         w.vgpr[2 * WAVE_SIZE + l] = mem_off as u32;
                     } else {
