@@ -1186,4 +1186,102 @@ mod tests {
         off.cp_hqd_pq_doorbell_control = 0x18;
         assert_eq!(off.doorbell_dword_offset(), None);
     }
+
+    /// The CP refuses an MQD amdkfd never produces, naming the field: each case breaks one
+    /// field of a good AQL queue's MQD (doorbell page: dwords 0..2048).
+    #[test]
+    fn load_compute_refuses_mqds_amdkfd_never_produces() {
+        extern crate alloc;
+        use alloc::string::ToString;
+        let p = ComputeQueueProperties {
+            aql: true,
+            queue_address: 0x7f00_0000_0000,
+            queue_size_bytes: 4096,
+            read_ptr: 0x7f00_0001_0080,
+            write_ptr: 0x7f00_0001_0038,
+            doorbell_off: 6,
+            eop_address: 0x7f00_0002_0000,
+            eop_size_bytes: 4096,
+            ..ComputeQueueProperties::default()
+        };
+        let good = V9Mqd::amdkfd_compute(&p);
+        let q = good.load_compute(0..2048, true).unwrap();
+        assert_eq!(
+            (
+                q.ring,
+                q.ring_size_bytes,
+                q.read_ptr,
+                q.write_ptr,
+                q.doorbell_dword
+            ),
+            (
+                0x7f00_0000_0000,
+                4096,
+                0x7f00_0001_0080,
+                0x7f00_0001_0038,
+                6
+            )
+        );
+        let refused = |f: &dyn Fn(&mut V9Mqd), aql: bool, needle: &str| {
+            let mut m = good;
+            f(&mut m);
+            let e = m.load_compute(0..2048, aql).unwrap_err();
+            assert_eq!(e.status(), crate::Status::InvalidQueueCreation);
+            let text = e.detail().to_string();
+            assert!(text.contains(needle), "{text} lacks {needle}");
+        };
+        // QUEUE_SIZE 6 (a 512-byte ring) and 29 (4 GiB).
+        refused(
+            &|m| m.cp_hqd_pq_control = m.cp_hqd_pq_control & !0x3f | 6,
+            true,
+            "QUEUE_SIZE 6",
+        );
+        refused(
+            &|m| m.cp_hqd_pq_control = m.cp_hqd_pq_control & !0x3f | 29,
+            true,
+            "QUEUE_SIZE 29",
+        );
+        refused(
+            &|m| (m.cp_hqd_pq_base_lo, m.cp_hqd_pq_base_hi) = (0, 0),
+            true,
+            "ring address 0x0 is null",
+        );
+        refused(&|m| m.cp_hqd_pq_base_hi = 0x100, true, "cp_hqd_pq_base");
+        refused(
+            &|m| m.cp_hqd_aql_control = 0,
+            true,
+            "cp_hqd_aql_control 0x0: CONTROL0 is off",
+        );
+        refused(&|_| {}, false, "CONTROL0 is on on a PM4 queue");
+        refused(
+            &|m| m.cp_hqd_pq_doorbell_control = 2048 << 2,
+            true,
+            "DOORBELL_OFFSET 0x800",
+        );
+        refused(
+            &|m| m.cp_hqd_pq_doorbell_control = 2047 << 2,
+            true,
+            "DOORBELL_OFFSET 0x7ff",
+        );
+        refused(
+            &|m| {
+                (
+                    m.cp_hqd_pq_rptr_report_addr_lo,
+                    m.cp_hqd_pq_rptr_report_addr_hi,
+                ) = (0, 0)
+            },
+            true,
+            "cp_hqd_pq_rptr_report_addr",
+        );
+        refused(
+            &|m| (m.cp_hqd_pq_wptr_poll_addr_lo, m.cp_hqd_pq_wptr_poll_addr_hi) = (0, 0),
+            true,
+            "cp_hqd_pq_wptr_poll_addr",
+        );
+        refused(&|m| m.cp_hqd_eop_control = 0xB, true, "EOP_SIZE 0xb");
+        // The doorbell at the page's last 8 bytes is taken.
+        let mut m = good;
+        m.cp_hqd_pq_doorbell_control = 2046 << 2;
+        assert_eq!(m.load_compute(0..2048, true).unwrap().doorbell_dword, 2046);
+    }
 }
