@@ -14,8 +14,8 @@
 
 use core::ops::Deref;
 
-use hsa_core::wire::mqd::cp_hqd;
 pub use hsa_core::wire::mqd::V9Mqd;
+use hsa_core::wire::mqd::{cp_hqd, write_queue_registers};
 use hsa_core::{DoorbellIndex, Error, GpuVa, Status};
 
 /// `CP_HQD_PQ_CONTROL.QUEUE_SIZE`, bits \[5:0\]: log2(ring size in dwords) - 1.
@@ -86,13 +86,6 @@ impl ComputeMqd {
     }
 }
 
-fn lo(v: u64) -> u32 {
-    v as u32
-}
-fn hi(v: u64) -> u32 {
-    (v >> 32) as u32
-}
-
 impl ComputeMqd {
     /// Computes the MQD for `p`.
     ///
@@ -156,25 +149,24 @@ impl ComputeMqd {
                 |&[i, ..], f| write!(f, "doorbell index {i} does not fit DOORBELL_OFFSET"),
             ));
         };
-        let log2_dwords = (s / 4).trailing_zeros();
-        let eop_field = ((e / 4).trailing_zeros() - 1).min(EOP_SIZE_MAX_FIELD);
-        Ok(ComputeMqd(V9Mqd {
-            cp_hqd_pq_base_lo: lo(p.ring.get() >> 8),
-            cp_hqd_pq_base_hi: hi(p.ring.get() >> 8),
-            cp_hqd_pq_control: ((log2_dwords - 1) & PQ_CONTROL_QUEUE_SIZE_MASK)
-                | RPTR_BLOCK_SIZE << PQ_CONTROL_RPTR_BLOCK_SIZE_SHIFT
-                | PQ_CONTROL_NO_UPDATE_RPTR,
-            cp_hqd_pq_rptr_report_addr_lo: lo(p.rptr_report.get()),
-            cp_hqd_pq_rptr_report_addr_hi: hi(p.rptr_report.get()),
-            cp_hqd_pq_wptr_poll_addr_lo: lo(p.wptr_poll.get()),
-            cp_hqd_pq_wptr_poll_addr_hi: hi(p.wptr_poll.get()),
-            cp_hqd_pq_doorbell_control: dw_offset << DOORBELL_OFFSET_SHIFT | DOORBELL_EN,
-            cp_hqd_aql_control: AQL_CONTROL_CONTROL0,
-            cp_hqd_eop_base_addr_lo: lo(p.eop.get() >> 8),
-            cp_hqd_eop_base_addr_hi: hi(p.eop.get() >> 8),
-            cp_hqd_eop_control: eop_field,
-            ..V9Mqd::default()
-        }))
+        // The ring, pointer, doorbell and EOP images as amdkfd's update_mqd computes them
+        // (hsa_core's shared builder), then the bits this backend's host loads with them.
+        let mut m = V9Mqd::default();
+        write_queue_registers(
+            &mut m,
+            p.ring.get(),
+            s,
+            p.rptr_report.get(),
+            p.wptr_poll.get(),
+            dw_offset,
+            p.eop.get(),
+            e,
+        );
+        m.cp_hqd_pq_control |=
+            RPTR_BLOCK_SIZE << PQ_CONTROL_RPTR_BLOCK_SIZE_SHIFT | PQ_CONTROL_NO_UPDATE_RPTR;
+        m.cp_hqd_pq_doorbell_control |= DOORBELL_EN;
+        m.cp_hqd_aql_control = AQL_CONTROL_CONTROL0;
+        Ok(ComputeMqd(m))
     }
 }
 

@@ -8,10 +8,16 @@
 //! `amdkfd/kfd_mqd_manager_v9.c` (`init_mqd`, `update_mqd`) and `amdgpu/gfx_v9_0.c`
 //! (`gfx_v9_0_mqd_init`); bit positions of the `CP_HQD_*` fields in [`cp_hqd`].
 //!
+//! [`V9Mqd::amdkfd_compute`] fills one as amdkfd does for a user compute queue (`init_mqd`
+//! then `update_mqd`); [`write_queue_registers`] is the part of it both producers (the
+//! emulated amdkfd and the bare-metal backend's `ComputeMqd`) share;
+//! [`V9Mqd::load_compute`] is what a command processor takes from one when it maps the
+//! queue, refusing an MQD amdkfd would never produce.
+//!
 //! [`V9Mqd`] is `#[repr(C)]` with zerocopy derives: it is the view over the 2048 bytes (read
-//! one from guest memory with `V9Mqd::read_from_bytes`, write one with `as_bytes`). Today the
-//! bare-metal backend fills the fields an AQL queue needs (`hsa_baremetal::mqd`); the rest are
-//! zero until a producer fills them as amdkfd does.
+//! one from guest memory with `V9Mqd::read_from_bytes`, write one with `as_bytes`). The
+//! bare-metal backend fills the fields an AQL queue needs (`hsa_baremetal::mqd`); the emulated
+//! amdkfd fills it as amdkfd does ([`V9Mqd::amdkfd_compute`]).
 
 use core::mem::offset_of;
 
@@ -41,6 +47,38 @@ pub mod cp_hqd {
     pub const AQL_CONTROL0: Field = Field::new(0, 0, 1);
     /// `CP_HQD_EOP_CONTROL.EOP_SIZE`: log2(EOP buffer dwords) - 1.
     pub const EOP_CONTROL_EOP_SIZE: Field = Field::new(0, 0, 6);
+    /// `CP_HQD_PQ_CONTROL.QUEUE_FULL_EN` (bit 14).
+    pub const PQ_CONTROL_QUEUE_FULL_EN: Field = Field::new(0, 14, 1);
+    /// `CP_HQD_PQ_CONTROL.WPP_CLAMP_EN` (bit 16).
+    pub const PQ_CONTROL_WPP_CLAMP_EN: Field = Field::new(0, 16, 1);
+    /// `CP_HQD_PQ_CONTROL.SLOT_BASED_WPTR` (bits 25-26; amdkfd programs 2 for AQL).
+    pub const PQ_CONTROL_SLOT_BASED_WPTR: Field = Field::new(0, 25, 2);
+    /// `CP_HQD_PQ_CONTROL.UNORD_DISPATCH` (bit 28).
+    pub const PQ_CONTROL_UNORD_DISPATCH: Field = Field::new(0, 28, 1);
+    /// `CP_HQD_PQ_DOORBELL_CONTROL.DOORBELL_BIF_DROP` (bit 1).
+    pub const DOORBELL_BIF_DROP: Field = Field::new(0, 1, 1);
+    /// `CP_HQD_PERSISTENT_STATE.PRELOAD_REQ` (bit 0).
+    pub const PERSISTENT_STATE_PRELOAD_REQ: Field = Field::new(0, 0, 1);
+    /// `CP_HQD_PERSISTENT_STATE.PRELOAD_SIZE` (bits 8-17).
+    pub const PERSISTENT_STATE_PRELOAD_SIZE: Field = Field::new(0, 8, 10);
+    /// `CP_HQD_PERSISTENT_STATE.QSWITCH_MODE` (bit 30).
+    pub const PERSISTENT_STATE_QSWITCH_MODE: Field = Field::new(0, 30, 1);
+    /// `CP_HQD_QUANTUM.QUANTUM_EN` (bit 0).
+    pub const QUANTUM_EN: Field = Field::new(0, 0, 1);
+    /// `CP_HQD_QUANTUM.QUANTUM_SCALE` (bit 4).
+    pub const QUANTUM_SCALE: Field = Field::new(0, 4, 1);
+    /// `CP_HQD_QUANTUM.QUANTUM_DURATION` (bits 8-13).
+    pub const QUANTUM_DURATION: Field = Field::new(0, 8, 6);
+    /// `CP_HQD_IB_CONTROL.MIN_IB_AVAIL_SIZE` (bits 20-21).
+    pub const IB_CONTROL_MIN_IB_AVAIL_SIZE: Field = Field::new(0, 20, 2);
+    /// `CP_HQD_IB_CONTROL.IB_EXE_DISABLE` (bit 23).
+    pub const IB_CONTROL_IB_EXE_DISABLE: Field = Field::new(0, 23, 1);
+    /// `CP_MQD_CONTROL.PRIV_STATE` (bit 8).
+    pub const MQD_CONTROL_PRIV_STATE: Field = Field::new(0, 8, 1);
+    /// `CP_HQD_PIPE_PRIORITY.PIPE_PRIORITY` (bits 0-1).
+    pub const PIPE_PRIORITY: Field = Field::new(0, 0, 2);
+    /// `COMPUTE_PGM_RSRC2.TRAP_PRESENT` (bit 6).
+    pub const PGM_RSRC2_TRAP_PRESENT: Field = Field::new(0, 6, 1);
 }
 
 /// `struct v9_mqd` (2048 bytes). Field names are the header's; each doc gives the dword.
@@ -125,8 +163,18 @@ pub struct V9Mqd {
     pub compute_wave_restore_addr_hi: u32,
     /// Dword 38: `compute_wave_restore_control`.
     pub compute_wave_restore_control: u32,
-    /// Dwords 39..65: reserved (`reserved_39` .. `reserved_64`).
-    pub reserved_39: [u32; 26],
+    /// Dword 39: CU enable mask of shader engine 4. GC 9.4.3's multi-XCC MQD reads this
+    /// dword as `compute_current_logic_xcc_id`.
+    pub compute_static_thread_mgmt_se4: u32,
+    /// Dword 40: CU enable mask of shader engine 5 (GC 9.4.3: `compute_restart_cg_tg_id`).
+    pub compute_static_thread_mgmt_se5: u32,
+    /// Dword 41: CU enable mask of shader engine 6 (GC 9.4.3: `compute_tg_chunk_size`).
+    pub compute_static_thread_mgmt_se6: u32,
+    /// Dword 42: CU enable mask of shader engine 7 (GC 9.4.3:
+    /// `compute_restore_tg_chunk_size`).
+    pub compute_static_thread_mgmt_se7: u32,
+    /// Dwords 43..65: reserved (`reserved_43` .. `reserved_64`).
+    pub reserved_43: [u32; 22],
     /// Dword 65: `compute_user_data_0`.
     pub compute_user_data_0: u32,
     /// Dword 66: `compute_user_data_1`.
@@ -535,6 +583,347 @@ impl V9Mqd {
     }
 }
 
+/// What amdkfd's v9 MQD manager reads of a user compute queue (its `struct queue_properties`,
+/// as CREATE_QUEUE and UPDATE_QUEUE set it) to fill a [`V9Mqd`] ([`V9Mqd::amdkfd_compute`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ComputeQueueProperties {
+    /// `KFD_QUEUE_FORMAT_AQL` (true) or PM4 (false).
+    pub aql: bool,
+    /// GPU address of the ring (`queue_address`); the MQD keeps it >> 8.
+    pub queue_address: u64,
+    /// Ring size, bytes (`queue_size`): a power of two.
+    pub queue_size_bytes: u64,
+    /// Where the CP reports the read pointer (`read_ptr`).
+    pub read_ptr: u64,
+    /// Where the CP polls the write pointer (`write_ptr`).
+    pub write_ptr: u64,
+    /// The doorbell's dword offset in the doorbell aperture (`doorbell_off`).
+    pub doorbell_off: u32,
+    /// GPU address of the EOP buffer (`eop_ring_buffer_address`).
+    pub eop_address: u64,
+    /// EOP buffer size, bytes (`eop_ring_buffer_size`; 0: none).
+    pub eop_size_bytes: u64,
+    /// Queue priority, 0..=15 (`priority`).
+    pub priority: u32,
+    /// The process's VMID (`vmid`).
+    pub vmid: u32,
+    /// Whether the process has a trap handler (`tba_addr != 0`).
+    pub trap_handler: bool,
+    /// The context save/restore (CWSR) area, when CWSR is enabled and the queue has one.
+    pub ctx_save: Option<CtxSaveArea>,
+    /// The MQD's own GPU address (`mqd_mem_obj->gpu_addr`).
+    pub mqd_address: u64,
+}
+
+/// A queue's context save/restore area (`ctx_save_restore_area_address`, `_size`,
+/// `ctl_stack_size` of CREATE_QUEUE).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CtxSaveArea {
+    /// GPU address of the area.
+    pub address: u64,
+    /// Size of the area, bytes.
+    pub size_bytes: u32,
+    /// Size of its control stack, bytes.
+    pub ctl_stack_size_bytes: u32,
+}
+
+/// `pipe_priority_map` (amdkfd `kfd_mqd_manager.c`): the `CP_HQD_PIPE_PRIORITY` of each queue
+/// priority 0..=15: `KFD_PIPE_PRIORITY_CS_LOW` (0) for 0..=6, `_MEDIUM` (1) for 7..=10,
+/// `_HIGH` (2) for 11..=15.
+pub const PIPE_PRIORITY_MAP: [u32; 16] = [0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2];
+
+/// `order_base_2(n)` of the kernel: the smallest `k` with `2^k >= n` (0 for 0 and 1).
+fn order_base_2(n: u64) -> u32 {
+    if n <= 1 {
+        0
+    } else {
+        64 - (n - 1).leading_zeros()
+    }
+}
+
+/// Writes the register images of a compute queue's ring, pointers, doorbell and EOP buffer
+/// into `m`, as amdkfd's `update_mqd` (v9) does, keeping `cp_hqd_pq_control`'s other bits:
+/// `cp_hqd_pq_base_lo/hi` = ring >> 8; `CP_HQD_PQ_CONTROL.QUEUE_SIZE` =
+/// `order_base_2(ring bytes / 4) - 1`; the read-pointer report and write-pointer poll
+/// addresses; `cp_hqd_pq_doorbell_control` = `doorbell_dword << 2` (nothing else: amdkfd's
+/// `update_mqd` rewrites the dword); `cp_hqd_eop_base_addr_lo/hi` = EOP >> 8;
+/// `cp_hqd_eop_control` = `min(0xA, order_base_2(EOP bytes / 8))`, 0 without an EOP buffer.
+///
+/// The bare-metal backend's `ComputeMqd` and [`V9Mqd::amdkfd_compute`] both fill these
+/// fields here. The caller checks the inputs (a ring smaller than 8 bytes gives a
+/// `QUEUE_SIZE` of 0x3F, as the kernel's arithmetic would).
+#[allow(clippy::too_many_arguments)]
+pub fn write_queue_registers(
+    m: &mut V9Mqd,
+    ring: u64,
+    ring_size_bytes: u64,
+    read_ptr: u64,
+    write_ptr: u64,
+    doorbell_dword: u32,
+    eop: u64,
+    eop_size_bytes: u64,
+) {
+    let size = order_base_2(ring_size_bytes / 4).wrapping_sub(1);
+    let mut pq = [m.cp_hqd_pq_control];
+    cp_hqd::PQ_CONTROL_QUEUE_SIZE.set(&mut pq, size);
+    m.cp_hqd_pq_control = pq[0];
+    m.cp_hqd_pq_base_lo = (ring >> 8) as u32;
+    m.cp_hqd_pq_base_hi = (ring >> 40) as u32;
+    m.cp_hqd_pq_rptr_report_addr_lo = read_ptr as u32;
+    m.cp_hqd_pq_rptr_report_addr_hi = (read_ptr >> 32) as u32;
+    m.cp_hqd_pq_wptr_poll_addr_lo = write_ptr as u32;
+    m.cp_hqd_pq_wptr_poll_addr_hi = (write_ptr >> 32) as u32;
+    m.cp_hqd_pq_doorbell_control = doorbell_dword << cp_hqd::DOORBELL_OFFSET.shift;
+    m.cp_hqd_eop_control = if eop_size_bytes == 0 {
+        0
+    } else {
+        order_base_2(eop_size_bytes / 8).min(0xA)
+    };
+    m.cp_hqd_eop_base_addr_lo = (eop >> 8) as u32;
+    m.cp_hqd_eop_base_addr_hi = (eop >> 40) as u32;
+}
+
+/// What a command processor takes from a compute queue's MQD when it maps the queue
+/// ([`V9Mqd::load_compute`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HqdQueue {
+    /// GPU address of the ring (`cp_hqd_pq_base << 8`).
+    pub ring: u64,
+    /// Ring size, bytes (`4 << (QUEUE_SIZE + 1)`).
+    pub ring_size_bytes: u64,
+    /// Where the CP reports the read pointer (AQL: `amd_queue_t.read_dispatch_id`).
+    pub read_ptr: u64,
+    /// Where the CP polls the write pointer (AQL: `amd_queue_t.write_dispatch_id`).
+    pub write_ptr: u64,
+    /// The doorbell's dword offset in the doorbell aperture (`DOORBELL_OFFSET`).
+    pub doorbell_dword: u32,
+    /// Whether the ring holds AQL packets (`CP_HQD_AQL_CONTROL.CONTROL0`).
+    pub aql: bool,
+}
+
+/// Smallest `CP_HQD_PQ_CONTROL.QUEUE_SIZE` amdkfd programs: 7 (a 1 KiB ring,
+/// `KFD_MIN_QUEUE_RING_SIZE`, is 256 dwords).
+pub const QUEUE_SIZE_MIN: u32 = 7;
+/// Largest `CP_HQD_PQ_CONTROL.QUEUE_SIZE` amdkfd programs: 28 (CREATE_QUEUE's ring size is a
+/// 32-bit power of two: at most 2 GiB, 2^29 dwords).
+pub const QUEUE_SIZE_MAX: u32 = 28;
+/// Largest `CP_HQD_EOP_CONTROL.EOP_SIZE` amdkfd programs (its `update_mqd` clamps to 0xA).
+pub const EOP_SIZE_MAX: u32 = 0xA;
+
+impl V9Mqd {
+    /// The MQD amdkfd makes for the user compute queue `p` on a gfx9 GPU other than GC 9.4.3,
+    /// 9.4.4 and 9.5.0 (whose multi-XCC MQDs differ): `init_mqd` then `update_mqd` of
+    /// `kfd_mqd_manager_v9.c`, with no CU mask given yet. `init_mqd`: `header` 0xC0310800,
+    /// `compute_pipelinestat_enable` 1, every `compute_static_thread_mgmt_se0..7` all ones,
+    /// `cp_hqd_persistent_state` = `PRELOAD_REQ` | 0x53 << `PRELOAD_SIZE` (| `QSWITCH_MODE`
+    /// with a context save area), `cp_hqd_pq_control` = 5 << `RPTR_BLOCK_SIZE` |
+    /// `UNORD_DISPATCH`, `cp_mqd_control` = `PRIV_STATE`, the MQD's own address,
+    /// `cp_hqd_quantum` = `QUANTUM_EN` | `QUANTUM_SCALE` 1 | `QUANTUM_DURATION` 1,
+    /// `cp_hqd_hq_status0` bit 14 (the CP sets up the dispatch pointer), `CP_HQD_AQL_CONTROL
+    /// .CONTROL0` for AQL, `COMPUTE_PGM_RSRC2.TRAP_PRESENT` with a trap handler, and the
+    /// context save area's address, size and control stack size (offsets = size). Then
+    /// [`V9Mqd::amdkfd_update_compute`].
+    pub fn amdkfd_compute(p: &ComputeQueueProperties) -> V9Mqd {
+        let mut m = V9Mqd {
+            header: 0xC031_0800,
+            compute_pipelinestat_enable: 1,
+            compute_static_thread_mgmt_se0: u32::MAX,
+            compute_static_thread_mgmt_se1: u32::MAX,
+            compute_static_thread_mgmt_se2: u32::MAX,
+            compute_static_thread_mgmt_se3: u32::MAX,
+            compute_static_thread_mgmt_se4: u32::MAX,
+            compute_static_thread_mgmt_se5: u32::MAX,
+            compute_static_thread_mgmt_se6: u32::MAX,
+            compute_static_thread_mgmt_se7: u32::MAX,
+            ..V9Mqd::default()
+        };
+        let mut persistent = [0];
+        cp_hqd::PERSISTENT_STATE_PRELOAD_REQ.set(&mut persistent, 1);
+        cp_hqd::PERSISTENT_STATE_PRELOAD_SIZE.set(&mut persistent, 0x53);
+        let mut pq = [0];
+        cp_hqd::PQ_CONTROL_RPTR_BLOCK_SIZE.set(&mut pq, 5);
+        cp_hqd::PQ_CONTROL_UNORD_DISPATCH.set(&mut pq, 1);
+        m.cp_hqd_pq_control = pq[0];
+        m.cp_mqd_control = 1 << cp_hqd::MQD_CONTROL_PRIV_STATE.shift;
+        m.cp_mqd_base_addr_lo = p.mqd_address as u32;
+        m.cp_mqd_base_addr_hi = (p.mqd_address >> 32) as u32;
+        m.cp_hqd_quantum = 1 << cp_hqd::QUANTUM_EN.shift
+            | 1 << cp_hqd::QUANTUM_SCALE.shift
+            | 1 << cp_hqd::QUANTUM_DURATION.shift;
+        m.cp_hqd_hq_status0 = 1 << 14;
+        if p.aql {
+            m.cp_hqd_aql_control = 1 << cp_hqd::AQL_CONTROL0.shift;
+        }
+        if p.trap_handler {
+            m.compute_pgm_rsrc2 |= 1 << cp_hqd::PGM_RSRC2_TRAP_PRESENT.shift;
+        }
+        if let Some(c) = p.ctx_save {
+            cp_hqd::PERSISTENT_STATE_QSWITCH_MODE.set(&mut persistent, 1);
+            m.cp_hqd_ctx_save_base_addr_lo = c.address as u32;
+            m.cp_hqd_ctx_save_base_addr_hi = (c.address >> 32) as u32;
+            m.cp_hqd_ctx_save_size = c.size_bytes;
+            m.cp_hqd_cntl_stack_size = c.ctl_stack_size_bytes;
+            m.cp_hqd_cntl_stack_offset = c.ctl_stack_size_bytes;
+            m.cp_hqd_wg_state_offset = c.ctl_stack_size_bytes;
+        }
+        m.cp_hqd_persistent_state = persistent[0];
+        m.amdkfd_update_compute(p);
+        m
+    }
+
+    /// amdkfd's `update_mqd` (v9) of the compute queue `p` without a CU mask (CREATE_QUEUE's
+    /// and UPDATE_QUEUE's call): [`write_queue_registers`], `cp_hqd_ib_control` = 3 <<
+    /// `MIN_IB_AVAIL_SIZE` | `IB_EXE_DISABLE`, `cp_hqd_iq_timer` 0, `cp_hqd_vmid`; for AQL,
+    /// `NO_UPDATE_RPTR` | 2 << `SLOT_BASED_WPTR` | `QUEUE_FULL_EN` | `WPP_CLAMP_EN` in
+    /// `cp_hqd_pq_control` and `DOORBELL_BIF_DROP` in the doorbell control;
+    /// `cp_hqd_ctx_save_control` 0 with a context save area; `cp_hqd_pipe_priority` from
+    /// [`PIPE_PRIORITY_MAP`] (a priority past 15 is taken as 15; CREATE_QUEUE refuses one).
+    /// Today's amdkfd no longer writes `cp_hqd_queue_priority` (it stays 0).
+    pub fn amdkfd_update_compute(&mut self, p: &ComputeQueueProperties) {
+        let m = self;
+        write_queue_registers(
+            m,
+            p.queue_address,
+            p.queue_size_bytes,
+            p.read_ptr,
+            p.write_ptr,
+            p.doorbell_off,
+            p.eop_address,
+            p.eop_size_bytes,
+        );
+        m.cp_hqd_ib_control = 3 << cp_hqd::IB_CONTROL_MIN_IB_AVAIL_SIZE.shift
+            | 1 << cp_hqd::IB_CONTROL_IB_EXE_DISABLE.shift;
+        m.cp_hqd_iq_timer = 0;
+        m.cp_hqd_vmid = p.vmid;
+        if p.aql {
+            let mut pq = [m.cp_hqd_pq_control];
+            cp_hqd::PQ_CONTROL_NO_UPDATE_RPTR.set(&mut pq, 1);
+            cp_hqd::PQ_CONTROL_SLOT_BASED_WPTR.set(&mut pq, 2);
+            cp_hqd::PQ_CONTROL_QUEUE_FULL_EN.set(&mut pq, 1);
+            cp_hqd::PQ_CONTROL_WPP_CLAMP_EN.set(&mut pq, 1);
+            m.cp_hqd_pq_control = pq[0];
+            m.cp_hqd_pq_doorbell_control |= 1 << cp_hqd::DOORBELL_BIF_DROP.shift;
+        }
+        if p.ctx_save.is_some() {
+            m.cp_hqd_ctx_save_control = 0;
+        }
+        m.cp_hqd_pipe_priority = PIPE_PRIORITY_MAP[p.priority.min(15) as usize];
+    }
+
+    /// amdkfd's `update_cu_mask` (v9): the per-engine CU enable masks (`se_mask`, as
+    /// `mqd_symmetrically_map_cu_mask` mapped the user's mask) into
+    /// `compute_static_thread_mgmt_se0..7`.
+    pub fn set_cu_masks(&mut self, se_mask: [u32; 8]) {
+        self.compute_static_thread_mgmt_se0 = se_mask[0];
+        self.compute_static_thread_mgmt_se1 = se_mask[1];
+        self.compute_static_thread_mgmt_se2 = se_mask[2];
+        self.compute_static_thread_mgmt_se3 = se_mask[3];
+        self.compute_static_thread_mgmt_se4 = se_mask[4];
+        self.compute_static_thread_mgmt_se5 = se_mask[5];
+        self.compute_static_thread_mgmt_se6 = se_mask[6];
+        self.compute_static_thread_mgmt_se7 = se_mask[7];
+    }
+
+    /// The per-engine CU enable masks `compute_static_thread_mgmt_se0..7`.
+    pub fn cu_masks(&self) -> [u32; 8] {
+        [
+            self.compute_static_thread_mgmt_se0,
+            self.compute_static_thread_mgmt_se1,
+            self.compute_static_thread_mgmt_se2,
+            self.compute_static_thread_mgmt_se3,
+            self.compute_static_thread_mgmt_se4,
+            self.compute_static_thread_mgmt_se5,
+            self.compute_static_thread_mgmt_se6,
+            self.compute_static_thread_mgmt_se7,
+        ]
+    }
+
+    /// What a command processor takes from this MQD when it maps a compute queue whose
+    /// format is AQL (`aql`) or PM4, the queue's doorbell having to lie in `doorbells` (the
+    /// process's doorbell page, dword offsets in the doorbell aperture; a doorbell is 2
+    /// dwords): the ring, its size, the pointer addresses, the doorbell and the format. The
+    /// doorbell need not be enabled (`DOORBELL_EN`): amdkfd leaves it off in the MQD and
+    /// enables it when it loads the HQD (`hqd_load`).
+    ///
+    /// # Errors
+    /// [`Status::InvalidQueueCreation`] naming the field, for an MQD amdkfd never produces:
+    /// `CP_HQD_PQ_CONTROL.QUEUE_SIZE` outside [`QUEUE_SIZE_MIN`]..=[`QUEUE_SIZE_MAX`]; a
+    /// null ring (`cp_hqd_pq_base`) or one past a 48-bit address; `CP_HQD_AQL_CONTROL.CONTROL0`
+    /// that does not match the queue's format; `DOORBELL_OFFSET` outside `doorbells`; a null
+    /// read-pointer report or write-pointer poll address; `EOP_SIZE` past [`EOP_SIZE_MAX`].
+    pub fn load_compute(
+        &self,
+        doorbells: core::ops::Range<u32>,
+        aql: bool,
+    ) -> crate::Result<HqdQueue> {
+        let bad = crate::Status::InvalidQueueCreation;
+        let pq = [self.cp_hqd_pq_control];
+        let size = cp_hqd::PQ_CONTROL_QUEUE_SIZE.get(&pq);
+        if !(QUEUE_SIZE_MIN..=QUEUE_SIZE_MAX).contains(&size) {
+            crate::bail!(
+                bad,
+                "MQD cp_hqd_pq_control {:#x}: QUEUE_SIZE {size} is outside \
+                 {QUEUE_SIZE_MIN}..={QUEUE_SIZE_MAX} (rings of 1 KiB to 2 GiB)",
+                self.cp_hqd_pq_control
+            );
+        }
+        let ring = self.pq_base();
+        if ring == 0 || ring >> 48 != 0 {
+            crate::bail!(
+                bad,
+                "MQD cp_hqd_pq_base_hi:lo {:#x}:{:#x}: ring address {ring:#x} is null or past \
+                 the 48-bit GPU virtual address space",
+                self.cp_hqd_pq_base_hi,
+                self.cp_hqd_pq_base_lo
+            );
+        }
+        let control0 = cp_hqd::AQL_CONTROL0.get(&[self.cp_hqd_aql_control]) != 0;
+        if control0 != aql {
+            crate::bail!(
+                bad,
+                "MQD cp_hqd_aql_control {:#x}: CONTROL0 is {} on {} queue",
+                self.cp_hqd_aql_control,
+                if control0 { "on" } else { "off" },
+                if aql { "an AQL" } else { "a PM4" }
+            );
+        }
+        let db = cp_hqd::DOORBELL_OFFSET.get(&[self.cp_hqd_pq_doorbell_control]);
+        if db < doorbells.start || db.saturating_add(2) > doorbells.end {
+            crate::bail!(
+                bad,
+                "MQD cp_hqd_pq_doorbell_control {:#x}: DOORBELL_OFFSET {db:#x} is outside the \
+                 process's doorbell page (dwords {:#x}..{:#x})",
+                self.cp_hqd_pq_doorbell_control,
+                doorbells.start,
+                doorbells.end
+            );
+        }
+        let (read_ptr, write_ptr) = (self.rptr_report_addr(), self.wptr_poll_addr());
+        if read_ptr == 0 {
+            crate::bail!(bad, "MQD cp_hqd_pq_rptr_report_addr is null");
+        }
+        if write_ptr == 0 {
+            crate::bail!(bad, "MQD cp_hqd_pq_wptr_poll_addr is null");
+        }
+        let eop = cp_hqd::EOP_CONTROL_EOP_SIZE.get(&[self.cp_hqd_eop_control]);
+        if eop > EOP_SIZE_MAX {
+            crate::bail!(
+                bad,
+                "MQD cp_hqd_eop_control {:#x}: EOP_SIZE {eop:#x} is past {EOP_SIZE_MAX:#x}",
+                self.cp_hqd_eop_control
+            );
+        }
+        Ok(HqdQueue {
+            ring,
+            ring_size_bytes: self.pq_size_bytes(),
+            read_ptr,
+            write_ptr,
+            doorbell_dword: db,
+            aql,
+        })
+    }
+}
+
 // Every named field's dword, as `v9_structs.h` places it (its reserved_N dwords at N).
 const _: () = {
     /// Byte offset of dword `n` (inside the block: rustc 1.85 calls a function used only by
@@ -582,7 +971,11 @@ const _: () = {
     assert!(offset_of!(V9Mqd, compute_wave_restore_addr_lo) == dword(36));
     assert!(offset_of!(V9Mqd, compute_wave_restore_addr_hi) == dword(37));
     assert!(offset_of!(V9Mqd, compute_wave_restore_control) == dword(38));
-    assert!(offset_of!(V9Mqd, reserved_39) == dword(39));
+    assert!(offset_of!(V9Mqd, compute_static_thread_mgmt_se4) == dword(39));
+    assert!(offset_of!(V9Mqd, compute_static_thread_mgmt_se5) == dword(40));
+    assert!(offset_of!(V9Mqd, compute_static_thread_mgmt_se6) == dword(41));
+    assert!(offset_of!(V9Mqd, compute_static_thread_mgmt_se7) == dword(42));
+    assert!(offset_of!(V9Mqd, reserved_43) == dword(43));
     assert!(offset_of!(V9Mqd, compute_user_data_0) == dword(65));
     assert!(offset_of!(V9Mqd, compute_user_data_1) == dword(66));
     assert!(offset_of!(V9Mqd, compute_user_data_2) == dword(67));
@@ -792,5 +1185,103 @@ mod tests {
         let mut off = m;
         off.cp_hqd_pq_doorbell_control = 0x18;
         assert_eq!(off.doorbell_dword_offset(), None);
+    }
+
+    /// The CP refuses an MQD amdkfd never produces, naming the field: each case breaks one
+    /// field of a good AQL queue's MQD (doorbell page: dwords 0..2048).
+    #[test]
+    fn load_compute_refuses_mqds_amdkfd_never_produces() {
+        extern crate alloc;
+        use alloc::string::ToString;
+        let p = ComputeQueueProperties {
+            aql: true,
+            queue_address: 0x7f00_0000_0000,
+            queue_size_bytes: 4096,
+            read_ptr: 0x7f00_0001_0080,
+            write_ptr: 0x7f00_0001_0038,
+            doorbell_off: 6,
+            eop_address: 0x7f00_0002_0000,
+            eop_size_bytes: 4096,
+            ..ComputeQueueProperties::default()
+        };
+        let good = V9Mqd::amdkfd_compute(&p);
+        let q = good.load_compute(0..2048, true).unwrap();
+        assert_eq!(
+            (
+                q.ring,
+                q.ring_size_bytes,
+                q.read_ptr,
+                q.write_ptr,
+                q.doorbell_dword
+            ),
+            (
+                0x7f00_0000_0000,
+                4096,
+                0x7f00_0001_0080,
+                0x7f00_0001_0038,
+                6
+            )
+        );
+        let refused = |f: &dyn Fn(&mut V9Mqd), aql: bool, needle: &str| {
+            let mut m = good;
+            f(&mut m);
+            let e = m.load_compute(0..2048, aql).unwrap_err();
+            assert_eq!(e.status(), crate::Status::InvalidQueueCreation);
+            let text = e.detail().to_string();
+            assert!(text.contains(needle), "{text} lacks {needle}");
+        };
+        // QUEUE_SIZE 6 (a 512-byte ring) and 29 (4 GiB).
+        refused(
+            &|m| m.cp_hqd_pq_control = m.cp_hqd_pq_control & !0x3f | 6,
+            true,
+            "QUEUE_SIZE 6",
+        );
+        refused(
+            &|m| m.cp_hqd_pq_control = m.cp_hqd_pq_control & !0x3f | 29,
+            true,
+            "QUEUE_SIZE 29",
+        );
+        refused(
+            &|m| (m.cp_hqd_pq_base_lo, m.cp_hqd_pq_base_hi) = (0, 0),
+            true,
+            "ring address 0x0 is null",
+        );
+        refused(&|m| m.cp_hqd_pq_base_hi = 0x100, true, "cp_hqd_pq_base");
+        refused(
+            &|m| m.cp_hqd_aql_control = 0,
+            true,
+            "cp_hqd_aql_control 0x0: CONTROL0 is off",
+        );
+        refused(&|_| {}, false, "CONTROL0 is on on a PM4 queue");
+        refused(
+            &|m| m.cp_hqd_pq_doorbell_control = 2048 << 2,
+            true,
+            "DOORBELL_OFFSET 0x800",
+        );
+        refused(
+            &|m| m.cp_hqd_pq_doorbell_control = 2047 << 2,
+            true,
+            "DOORBELL_OFFSET 0x7ff",
+        );
+        refused(
+            &|m| {
+                (
+                    m.cp_hqd_pq_rptr_report_addr_lo,
+                    m.cp_hqd_pq_rptr_report_addr_hi,
+                ) = (0, 0)
+            },
+            true,
+            "cp_hqd_pq_rptr_report_addr",
+        );
+        refused(
+            &|m| (m.cp_hqd_pq_wptr_poll_addr_lo, m.cp_hqd_pq_wptr_poll_addr_hi) = (0, 0),
+            true,
+            "cp_hqd_pq_wptr_poll_addr",
+        );
+        refused(&|m| m.cp_hqd_eop_control = 0xB, true, "EOP_SIZE 0xb");
+        // The doorbell at the page's last 8 bytes is taken.
+        let mut m = good;
+        m.cp_hqd_pq_doorbell_control = 2046 << 2;
+        assert_eq!(m.load_compute(0..2048, true).unwrap().doorbell_dword, 2046);
     }
 }

@@ -811,6 +811,16 @@ impl EmulatedKfd {
         lock(&self.device.trap_handlers).get(&gpu_id).copied()
     }
 
+    /// A compute queue's MQD (`struct v9_mqd`), as the emulated amdkfd filled it at
+    /// CREATE_QUEUE (amdkfd's `init_mqd` and `update_mqd`, [`V9Mqd::amdkfd_compute`]) and
+    /// updated it since (UPDATE_QUEUE's priority, SET_CU_MASK's masks): the bytes its CP took
+    /// the ring, pointers, doorbell and format from. `None` for an unknown or SDMA queue.
+    ///
+    /// [`V9Mqd::amdkfd_compute`]: hsa_core::wire::mqd::V9Mqd::amdkfd_compute
+    pub fn mqd(&self, queue_id: u32) -> Option<hsa_core::wire::mqd::V9Mqd> {
+        queue_manager::mqd(&self.device, queue_id)
+    }
+
     /// A compute queue's `COMPUTE_STATIC_THREAD_MGMT_SE0..SE7` (its HQD's per-engine CU
     /// enable masks: bit `cu + 16 * sh` of word `se`, [`crate::gfx9::hwid`]), as a debugger
     /// reads them from the MQD: every CU of the GPU until SET_CU_MASK maps a user mask into

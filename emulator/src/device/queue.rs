@@ -75,6 +75,11 @@ pub(crate) struct QueueCtl {
     /// enable masks, [`crate::gfx9::hwid`]): every CU of the GPU at CREATE_QUEUE, the mapped
     /// user mask after SET_CU_MASK. Read at the start of each dispatch.
     pub(crate) cu_enable: Mutex<[u32; MAX_SHADER_ENGINES]>,
+    /// A compute queue's MQD (`struct v9_mqd`), as the emulated amdkfd filled it
+    /// (`queue_manager::load_mqd`): the CP took the queue's ring, pointers, doorbell and
+    /// format from it when the queue was mapped; UPDATE_QUEUE and SET_CU_MASK update it. All
+    /// zero for an SDMA queue.
+    pub(crate) mqd: Mutex<hsa_core::wire::mqd::V9Mqd>,
     /// Whether the queue is inactive: created or updated (UPDATE_QUEUE) with
     /// `queue_percentage` 0, which amdkfd's `QUEUE_IS_ACTIVE` counts as not active (ROCR's
     /// `AqlQueue::Suspend` does this). Its engine takes no packet until an UPDATE_QUEUE with a

@@ -18,6 +18,7 @@ use std::sync::{Arc, PoisonError};
 use std::thread::JoinHandle;
 
 use hsa_core::packet_processor::PacketProcessor;
+use hsa_core::wire::mqd::{ComputeQueueProperties, CtxSaveArea, HqdQueue, V9Mqd};
 use hsa_core::GpuVa;
 use rustix::io::Errno;
 
@@ -26,7 +27,7 @@ use hsa_linux::kfd::abi::*;
 use super::mem::Region;
 use super::memory::Allocs;
 use super::queue::{CpThread, Pm4Thread, QueueCtl};
-use super::{lock, mem, Device, Gpu};
+use super::{lock, mem, Device, Gpu, DOORBELL_PAGE_BYTES};
 
 /// Most queues a process may have (`KFD_MAX_NUM_OF_QUEUES_PER_PROCESS`).
 pub const MAX_QUEUES_PER_PROCESS: u32 = 1024;
@@ -42,6 +43,9 @@ pub(crate) struct QueueEntry {
     pub(crate) pinned: Vec<u64>,
     pub(crate) ctl: Arc<QueueCtl>,
     pub(crate) thread: Option<JoinHandle<()>>,
+    /// A compute queue's properties, as amdkfd keeps them to update its MQD (`None` for an
+    /// SDMA queue).
+    pub(crate) props: Option<ComputeQueueProperties>,
 }
 
 /// CREATE_QUEUE as `kfd_ioctl_create_queue` and `pqm_create_queue`: first what every type
@@ -83,26 +87,36 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
         .allocs
         .write()
         .unwrap_or_else(PoisonError::into_inner);
-    let ring_region = allocs
+    allocs
         .device_region(gpu.gpu_id, a.ring_base_address, u64::from(a.ring_size))
         .ok_or(Errno::INVAL)?;
-    let queue_region = allocs
+    allocs
         .device_region(gpu.gpu_id, amd_queue, 256)
         .ok_or(Errno::FAULT)?;
     let mut queues = lock(&device.queues);
     let qid = free_queue_id(&queues, gpu)?;
-    let consumer =
-        mem::ring_consumer(ring_region, a.ring_size / 64, queue_region).ok_or(Errno::INVAL)?;
     let ctl = new_ctl(gpu, a);
+    let props = compute_properties(device, gpu, a, qid, true)?;
+    // The CP runs the queue from its MQD: ring, pointers and doorbell come from there.
+    let hqd = load_mqd(&ctl, &props)?;
+    let amd_queue = hqd.write_ptr.wrapping_sub(56);
+    let ring_region = allocs
+        .device_region(gpu.gpu_id, hqd.ring, hqd.ring_size_bytes)
+        .ok_or(Errno::INVAL)?;
+    let queue_region = allocs
+        .device_region(gpu.gpu_id, amd_queue, 256)
+        .ok_or(Errno::FAULT)?;
+    let consumer = mem::ring_consumer(ring_region, (hqd.ring_size_bytes / 64) as u32, queue_region)
+        .ok_or(Errno::INVAL)?;
     let mut processor = PacketProcessor::new(consumer);
     // The kernel's dispatch and queue pointers are device addresses, not the device's
     // own view of the memory the consumer reads through.
-    processor.set_device_addresses(GpuVa(a.ring_base_address), GpuVa(amd_queue));
+    processor.set_device_addresses(GpuVa(hqd.ring), GpuVa(amd_queue));
     let cp = CpThread {
         device: device.clone(),
         ctl: ctl.clone(),
         processor,
-        doorbell: new_doorbell(gpu, qid)?,
+        doorbell: doorbell_at(gpu, hqd.doorbell_dword)?,
         queue_id: qid,
         gpu_id: gpu.gpu_id,
         lds_bytes: gpu.lds_bytes,
@@ -112,6 +126,7 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
         name: format!("emu-cp-q{qid}"),
         ctl,
         pins: &pins,
+        props: Some(props),
     };
     start(
         device,
@@ -152,14 +167,16 @@ fn create_pm4_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(),
     let mut queues = lock(&device.queues);
     let qid = free_queue_id(&queues, gpu)?;
     let ctl = new_ctl(gpu, a);
+    let props = compute_properties(device, gpu, a, qid, false)?;
+    let hqd = load_mqd(&ctl, &props)?;
     let cp = Pm4Thread {
         device: device.clone(),
         ctl: ctl.clone(),
-        ring_va: a.ring_base_address,
-        ring_dwords: u64::from(a.ring_size / 4),
-        read_pointer_va: a.read_pointer_address,
-        write_pointer_va: a.write_pointer_address,
-        doorbell: new_doorbell(gpu, qid)?,
+        ring_va: hqd.ring,
+        ring_dwords: hqd.ring_size_bytes / 4,
+        read_pointer_va: hqd.read_ptr,
+        write_pointer_va: hqd.write_ptr,
+        doorbell: doorbell_at(gpu, hqd.doorbell_dword)?,
         queue_id: qid,
         gpu_id: gpu.gpu_id,
         lds_bytes: gpu.lds_bytes,
@@ -173,6 +190,7 @@ fn create_pm4_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(),
         name: format!("emu-cp-pm4-q{qid}"),
         ctl,
         pins: &pins,
+        props: Some(props),
     };
     start(
         device,
@@ -233,15 +251,97 @@ pub(super) fn free_queue_id(queues: &BTreeMap<u32, QueueEntry>, gpu: &Gpu) -> Re
 /// CREATE_QUEUE returns), set to 0 as a new queue's write pointer is (a destroyed queue's
 /// value may be left there). `ENOSPC` past the page.
 pub(super) fn new_doorbell(gpu: &Gpu, qid: u32) -> Result<Region, Errno> {
+    doorbell_at(gpu, doorbell_dword(qid)).map_err(|_| Errno::NOSPC)
+}
+
+/// Queue `qid`'s doorbell as a dword offset in the GPU's doorbell aperture (amdkfd's
+/// `doorbell_off`, which the MQD's `DOORBELL_OFFSET` holds): the process's doorbell page is
+/// the aperture's first, and queue `qid` has its 64-bit doorbell at byte `qid * 8`.
+pub(super) fn doorbell_dword(qid: u32) -> u32 {
+    qid.saturating_mul(2)
+}
+
+/// The process's doorbell page as dword offsets in the doorbell aperture: what a queue's
+/// `DOORBELL_OFFSET` must lie in.
+pub(super) fn doorbell_page_dwords() -> std::ops::Range<u32> {
+    0..(DOORBELL_PAGE_BYTES / 4) as u32
+}
+
+/// The doorbell at dword `dword` of the GPU's doorbell page (8 bytes), set to 0 as a new
+/// queue's write pointer is. `EINVAL` past the page.
+pub(super) fn doorbell_at(gpu: &Gpu, dword: u32) -> Result<Region, Errno> {
     let doorbell = gpu
         .doorbells
         .region()
-        .sub(u64::from(qid) * 8, 8)
-        .ok_or(Errno::NOSPC)?;
+        .sub(u64::from(dword) * 4, 8)
+        .ok_or(Errno::INVAL)?;
     if let Some(w) = doorbell.atomic_u64(0) {
         w.store(0, Ordering::Release);
     }
     Ok(doorbell)
+}
+
+/// The properties amdkfd gives a new compute queue `qid` of CREATE_QUEUE `a` (AQL when
+/// `aql`, else PM4) for its MQD: the ring, pointers, EOP buffer, priority and context save
+/// area of `a`; the doorbell [`doorbell_dword`]; VMID 8 (the first of amdkfd's compute VMIDs,
+/// the one the CP launches waves with); a trap handler when SET_TRAP_HANDLER set one on the
+/// GPU; CWSR enabled, as amdkfd on a gfx9 dGPU. `EINVAL` for a ring not 256-byte aligned: the
+/// MQD keeps its address >> 8 (`cp_hqd_pq_base`), the CP would run another ring.
+fn compute_properties(
+    device: &Device,
+    gpu: &Gpu,
+    a: &CreateQueueArgs,
+    qid: u32,
+    aql: bool,
+) -> Result<ComputeQueueProperties, Errno> {
+    if a.ring_base_address % 256 != 0 {
+        log::warn!(
+            "CREATE_QUEUE: ring_base_address {:#x} is not 256-byte aligned (the MQD's \
+             cp_hqd_pq_base holds it >> 8)",
+            a.ring_base_address
+        );
+        return Err(Errno::INVAL);
+    }
+    let tba = lock(&device.trap_handlers)
+        .get(&gpu.gpu_id)
+        .map_or(0, |&(tba, _)| tba);
+    Ok(ComputeQueueProperties {
+        aql,
+        queue_address: a.ring_base_address,
+        queue_size_bytes: u64::from(a.ring_size),
+        read_ptr: a.read_pointer_address,
+        write_ptr: a.write_pointer_address,
+        doorbell_off: doorbell_dword(qid),
+        eop_address: a.eop_buffer_address,
+        eop_size_bytes: a.eop_buffer_size,
+        priority: a.queue_priority,
+        vmid: 8,
+        trap_handler: tba != 0,
+        ctx_save: (a.ctx_save_restore_address != 0).then_some(CtxSaveArea {
+            address: a.ctx_save_restore_address,
+            size_bytes: a.ctx_save_restore_size,
+            ctl_stack_size_bytes: a.ctl_stack_size,
+        }),
+        mqd_address: 0,
+    })
+}
+
+/// Fills the queue's MQD from `props` as amdkfd's `init_mqd` and `update_mqd` do
+/// ([`V9Mqd::amdkfd_compute`]; its own address is where the device keeps it) and maps it as
+/// the CP does ([`V9Mqd::load_compute`]): what the queue runs from. `EINVAL` (the reason
+/// logged, naming the MQD field) for an MQD the CP refuses.
+fn load_mqd(ctl: &QueueCtl, props: &ComputeQueueProperties) -> Result<HqdQueue, Errno> {
+    let mut mqd = lock(&ctl.mqd);
+    let props = ComputeQueueProperties {
+        mqd_address: &*mqd as *const V9Mqd as u64,
+        ..*props
+    };
+    *mqd = V9Mqd::amdkfd_compute(&props);
+    mqd.load_compute(doorbell_page_dwords(), props.aql)
+        .map_err(|e| {
+            log::warn!("CREATE_QUEUE: {}", e.detail());
+            Errno::INVAL
+        })
 }
 
 /// A new queue's controls: inactive when its percentage is 0 (amdkfd's `QUEUE_IS_ACTIVE`),
@@ -260,6 +360,8 @@ pub(super) struct Started<'a> {
     pub(crate) name: String,
     pub(crate) ctl: Arc<QueueCtl>,
     pub(crate) pins: &'a [u64],
+    /// A compute queue's MQD properties (`None` for SDMA).
+    pub(crate) props: Option<ComputeQueueProperties>,
 }
 
 /// Starts a new queue's engine thread (`body`), pins the buffer objects under `pins`, records
@@ -295,6 +397,7 @@ pub(super) fn start(
             pinned,
             ctl: started.ctl,
             thread: Some(thread),
+            props: started.props,
         },
     );
     lock(&device.queue_errors).remove(&qid);
@@ -351,6 +454,23 @@ pub(crate) fn update_queue(device: &Arc<Device>, a: &mut UpdateQueueArgs) -> Res
     if a.ring_base_address != q.ring_va || ring_size != q.ring_size {
         return Err(Errno::INVAL);
     }
+    if let Some(props) = q.props {
+        // amdkfd's update_mqd with the new priority; the CP keeps running the same ring.
+        let props = ComputeQueueProperties {
+            priority: a.queue_priority,
+            ..props
+        };
+        let mut mqd = lock(&q.ctl.mqd);
+        let mut updated = *mqd;
+        updated.amdkfd_update_compute(&props);
+        updated
+            .load_compute(doorbell_page_dwords(), props.aql)
+            .map_err(|e| {
+                log::warn!("UPDATE_QUEUE: {}", e.detail());
+                Errno::INVAL
+            })?;
+        *mqd = updated;
+    }
     q.ctl
         .inactive
         .store(queue_percent(a.queue_percentage) == 0, Ordering::SeqCst);
@@ -385,10 +505,19 @@ pub(crate) fn set_cu_mask(device: &Arc<Device>, a: &mut SetCuMaskArgs) -> Result
         KFD_IOC_QUEUE_TYPE_COMPUTE_AQL | KFD_IOC_QUEUE_TYPE_COMPUTE
     ) {
         let gpu = device.gpu_by_id(q.gpu_id)?;
-        *lock(&q.ctl.cu_enable) = gpu.layout.map_cu_mask(&mask);
+        let se_mask = gpu.layout.map_cu_mask(&mask);
+        lock(&q.ctl.mqd).set_cu_masks(se_mask);
+        *lock(&q.ctl.cu_enable) = se_mask;
         q.ctl.kick();
     }
     Ok(())
+}
+
+/// A compute queue's MQD ([`EmulatedKfd::mqd`](super::EmulatedKfd::mqd)).
+pub(crate) fn mqd(device: &Device, queue_id: u32) -> Option<V9Mqd> {
+    let queues = lock(&device.queues);
+    let q = queues.get(&queue_id)?;
+    q.props.is_some().then(|| *lock(&q.ctl.mqd))
 }
 
 /// A compute queue's `COMPUTE_STATIC_THREAD_MGMT_SE0..SE7` ([`EmulatedKfd::compute_static_thread_mgmt`](super::EmulatedKfd::compute_static_thread_mgmt)).

@@ -907,6 +907,7 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
         name: format!("emu-sdma-q{qid}"),
         ctl,
         pins: &pins,
+        props: None,
     };
     start(
         device,

@@ -1,0 +1,266 @@
+//! The MQD the emulated amdkfd makes for a compute queue (issue 38 item 2): golden
+//! `struct v9_mqd` dwords for a matrix of ring sizes, doorbells, priorities, a trap handler, a
+//! context save area and a CU mask. Every expected dword is worked out here from amdkfd's
+//! rule (linux `drivers/gpu/drm/amd/amdkfd/kfd_mqd_manager_v9.c`, functions `init_mqd`,
+//! `update_mqd`, `set_priority`, `update_cu_mask`; `kfd_mqd_manager.c` `pipe_priority_map`;
+//! dword places from `v9_structs.h`; bit places from `gc_9_4_3_sh_mask.h`'s `CP_HQD_*`
+//! fields), not read from the code under test.
+
+use std::sync::Arc;
+
+use hsa_emu::device::{builtin_topology, EmulatedKfd, BUILTIN_GPU_ID};
+use hsa_emu::ExecutionMode;
+use hsa_linux::kfd::abi::*;
+use hsa_linux::kfd::calls::{self, plain_ioctl};
+use hsa_linux::kfd::driver::KfdDriver;
+use zerocopy::IntoBytes;
+
+/// 64 KiB of page-aligned memory registered as USERPTR: rings at 0 (up to 16 KiB),
+/// amd_queue_t structures from 32768 (256 bytes each), the EOP buffer at 40960 (4 KiB), a
+/// context save area at 49152.
+#[repr(C, align(4096))]
+struct Arena([u64; 8192]);
+
+const QUEUES: u64 = 32768;
+const EOP: u64 = 40960;
+const CTX: u64 = 49152;
+
+struct Setup {
+    d: Arc<EmulatedKfd>,
+    #[allow(dead_code)]
+    arena: Box<Arena>,
+    base: u64,
+}
+
+fn setup() -> Setup {
+    let d = EmulatedKfd::new(builtin_topology()).unwrap();
+    d.set_execution_mode(ExecutionMode::HostOnly);
+    let arena = Box::new(Arena([0; 8192]));
+    let base = &*arena as *const Arena as u64;
+    let mut a = AllocMemoryOfGpuArgs {
+        va_addr: base,
+        size: 65536,
+        handle: 0,
+        mmap_offset: base,
+        gpu_id: BUILTIN_GPU_ID,
+        flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+    };
+    // SAFETY: the arena is 64 KiB of page-aligned memory the test owns; it outlives the
+    // device's use (the queues are destroyed and the device dropped with Setup, `d` first).
+    unsafe { calls::alloc_userptr_memory_of_gpu(&*d, &mut a) }.unwrap();
+    calls::map_memory_to_gpu(&*d, a.handle, &[BUILTIN_GPU_ID]).unwrap();
+    Setup { d, arena, base }
+}
+
+/// CREATE_QUEUE of an AQL queue whose `amd_queue_t` is the `k`-th of the arena.
+fn create(s: &Setup, ring_size: u32, priority: u32, k: u64, ctx: bool) -> (u32, CreateQueueArgs) {
+    let amd_queue = s.base + QUEUES + 256 * k;
+    let mut q = CreateQueueArgs {
+        ring_base_address: s.base,
+        write_pointer_address: amd_queue + 56,
+        read_pointer_address: amd_queue + 128,
+        ring_size,
+        gpu_id: BUILTIN_GPU_ID,
+        queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+        queue_percentage: 100,
+        queue_priority: priority,
+        eop_buffer_address: s.base + EOP,
+        eop_buffer_size: 4096,
+        ctx_save_restore_address: if ctx { s.base + CTX } else { 0 },
+        ctx_save_restore_size: if ctx { 0x2000 } else { 0 },
+        ctl_stack_size: if ctx { 0x1000 } else { 0 },
+        ..Default::default()
+    };
+    // SAFETY: the ring and amd_queue_t lie in the arena, registered and mapped above, alive
+    // until after the device; nothing else touches them while the queue runs.
+    unsafe { calls::create_queue(&*s.d, &mut q) }.unwrap();
+    (q.queue_id, q)
+}
+
+/// The dwords amdkfd writes for AQL queue `q` (id `qid`) of a process with no trap handler,
+/// every other dword 0. Dwords 128/129 (the MQD's own address) are left to the caller.
+fn expected(q: &CreateQueueArgs, qid: u32, trap: bool) -> [u32; 512] {
+    let mut d = [0u32; 512];
+    // init_mqd: header, compute_pipelinestat_enable (dword 11), the eight
+    // compute_static_thread_mgmt_se* (23, 24, 26, 27, 39..42) all ones.
+    d[0] = 0xC031_0800;
+    d[11] = 1;
+    for i in [23, 24, 26, 27, 39, 40, 41, 42] {
+        d[i] = 0xFFFF_FFFF;
+    }
+    // init_mqd: TRAP_PRESENT (COMPUTE_PGM_RSRC2 bit 6) when the process has a trap handler.
+    if trap {
+        d[20] = 1 << 6;
+    }
+    // cp_hqd_persistent_state (132): PRELOAD_REQ (bit 0) | 0x53 << PRELOAD_SIZE (bit 8),
+    // | QSWITCH_MODE (bit 30) with a CWSR area.
+    d[132] = 1 | 0x53 << 8;
+    // cp_mqd_control (162): PRIV_STATE (bit 8).
+    d[162] = 1 << 8;
+    // cp_hqd_quantum (135): QUANTUM_EN (0) | QUANTUM_SCALE 1 (bit 4) | QUANTUM_DURATION 1
+    // (bit 8).
+    d[135] = 1 | 1 << 4 | 1 << 8;
+    // cp_hqd_hq_status0 (160): bit 14, the CP sets up the dispatch pointer.
+    d[160] = 1 << 14;
+    // cp_hqd_aql_control (181): CONTROL0 for an AQL queue.
+    d[181] = 1;
+    // update_mqd: cp_hqd_pq_control (145) = 5 << RPTR_BLOCK_SIZE (8) | UNORD_DISPATCH (28,
+    // from init_mqd) | order_base_2(size / 4) - 1; AQL: NO_UPDATE_RPTR (27) |
+    // 2 << SLOT_BASED_WPTR (25) | QUEUE_FULL_EN (14) | WPP_CLAMP_EN (16).
+    let log2_dwords = (q.ring_size / 4).trailing_zeros();
+    d[145] = (log2_dwords - 1) | 5 << 8 | 1 << 28 | 1 << 27 | 2 << 25 | 1 << 14 | 1 << 16;
+    // cp_hqd_pq_base_lo/hi (136, 137): ring >> 8.
+    d[136] = (q.ring_base_address >> 8) as u32;
+    d[137] = (q.ring_base_address >> 40) as u32;
+    // Read-pointer report (139, 140) and write-pointer poll (141, 142) addresses.
+    d[139] = q.read_pointer_address as u32;
+    d[140] = (q.read_pointer_address >> 32) as u32;
+    d[141] = q.write_pointer_address as u32;
+    d[142] = (q.write_pointer_address >> 32) as u32;
+    // cp_hqd_pq_doorbell_control (143): doorbell_off << DOORBELL_OFFSET (2), the doorbell's
+    // dword offset being 2 * queue id (8 bytes each from the page's start); AQL:
+    // DOORBELL_BIF_DROP (bit 1). DOORBELL_EN stays off (hqd_load sets it).
+    d[143] = (qid * 2) << 2 | 1 << 1;
+    // cp_hqd_ib_control (149): 3 << MIN_IB_AVAIL_SIZE (20) | IB_EXE_DISABLE (23).
+    d[149] = 3 << 20 | 1 << 23;
+    // cp_hqd_eop_control (167): min(0xA, order_base_2(bytes / 8)); base (165, 166) >> 8.
+    d[167] = ((q.eop_buffer_size / 8).trailing_zeros()).min(0xA);
+    d[165] = (q.eop_buffer_address >> 8) as u32;
+    d[166] = (q.eop_buffer_address >> 40) as u32;
+    // cp_hqd_vmid (131): the process's VMID, 8 (the first of amdkfd's compute VMIDs).
+    d[131] = 8;
+    // set_priority: cp_hqd_pipe_priority (133) = pipe_priority_map[priority]: LOW (0) for
+    // 0..=6, MEDIUM (1) for 7..=10, HIGH (2) for 11..=15.
+    d[133] = match q.queue_priority {
+        0..=6 => 0,
+        7..=10 => 1,
+        _ => 2,
+    };
+    // CWSR area: init_mqd's QSWITCH_MODE, base (171, 172), ctx_save_size (177),
+    // cntl_stack_size (175), cntl_stack_offset (174) and wg_state_offset (176) = the
+    // control stack size; update_mqd's cp_hqd_ctx_save_control (173) 0.
+    if q.ctx_save_restore_address != 0 {
+        d[132] |= 1 << 30;
+        d[171] = q.ctx_save_restore_address as u32;
+        d[172] = (q.ctx_save_restore_address >> 32) as u32;
+        d[177] = q.ctx_save_restore_size;
+        d[175] = q.ctl_stack_size;
+        d[174] = q.ctl_stack_size;
+        d[176] = q.ctl_stack_size;
+    }
+    d
+}
+
+fn check(s: &Setup, qid: u32, want: &[u32; 512]) {
+    let got = s.d.mqd(qid).expect("a compute queue has an MQD").dwords();
+    // Dwords 128/129: the MQD's own address, where the device keeps it: 4-byte aligned,
+    // not null.
+    let own = u64::from(got[128]) | u64::from(got[129]) << 32;
+    assert!(own != 0 && own % 4 == 0, "cp_mqd_base_addr {own:#x}");
+    for i in 0..512 {
+        if i == 128 || i == 129 {
+            continue;
+        }
+        assert_eq!(
+            got[i], want[i],
+            "queue {qid} dword {i}: {:#x} != {:#x}",
+            got[i], want[i]
+        );
+    }
+}
+
+/// Three ring sizes, two doorbells (queue ids 0 and 1), two priorities (the last LOW and the first HIGH
+/// pipe priority of pipe_priority_map).
+#[test]
+fn golden_mqds_for_ring_sizes_doorbells_and_priorities() {
+    for ring_size in [1024, 4096, 16384] {
+        for priority in [6, 11] {
+            let s = setup();
+            let (q0, a0) = create(&s, ring_size, priority, 0, false);
+            let (q1, a1) = create(&s, ring_size, priority, 1, false);
+            assert_eq!((q0, q1), (0, 1));
+            check(&s, q0, &expected(&a0, q0, false));
+            check(&s, q1, &expected(&a1, q1, false));
+            for queue_id in [q0, q1] {
+                let mut d = DestroyQueueArgs { queue_id, pad: 0 };
+                plain_ioctl(&*s.d, &mut d).unwrap();
+            }
+        }
+    }
+}
+
+/// UPDATE_QUEUE reruns update_mqd: the new priority's pipe priority, nothing else moves.
+#[test]
+fn update_queue_rewrites_the_pipe_priority() {
+    let s = setup();
+    let (qid, mut a) = create(&s, 4096, 7, 0, false);
+    check(&s, qid, &expected(&a, qid, false));
+    let mut u = UpdateQueueArgs {
+        ring_base_address: s.base,
+        queue_id: qid,
+        ring_size: 4096,
+        queue_percentage: 100,
+        queue_priority: 15,
+    };
+    plain_ioctl(&*s.d, &mut u).unwrap();
+    a.queue_priority = 15;
+    check(&s, qid, &expected(&a, qid, false));
+}
+
+/// SET_CU_MASK (update_cu_mask) writes the mapped per-engine masks into
+/// compute_static_thread_mgmt_se0..7. The built-in MI210 shape: 8 engines of one array of 13
+/// CUs; user bit i is CU i / 8 of engine i % 8 (mqd_symmetrically_map_cu_mask), so bits 0,
+/// 9 and 103 are SE0 CU0, SE1 CU1 and SE7 CU12; bit 104 is past the CUs.
+#[test]
+fn set_cu_mask_writes_the_static_thread_mgmt_words() {
+    let s = setup();
+    let (qid, a) = create(&s, 1024, 0, 0, false);
+    calls::set_cu_mask(&*s.d, qid, &[1 | 1 << 9, 0, 0, 1 << 7 | 1 << 8]).unwrap();
+    let mut want = expected(&a, qid, false);
+    for i in [23, 24, 26, 27, 39, 40, 41, 42] {
+        want[i] = 0;
+    }
+    want[23] = 1;
+    want[24] = 1 << 1;
+    want[42] = 1 << 12;
+    check(&s, qid, &want);
+}
+
+/// A trap handler (SET_TRAP_HANDLER before CREATE_QUEUE) sets TRAP_PRESENT; a context save
+/// area fills the CWSR fields and QSWITCH_MODE.
+#[test]
+fn trap_handler_and_context_save_area() {
+    let s = setup();
+    let mut t = SetTrapHandlerArgs {
+        tba_addr: 0x7000_0000,
+        tma_addr: 0x7000_1000,
+        gpu_id: BUILTIN_GPU_ID,
+        pad: 0,
+    };
+    // SAFETY: the argument is the ioctl's own struct, 24 bytes, alive for the call.
+    unsafe { s.d.ioctl(AMDKFD_IOC_SET_TRAP_HANDLER, t.as_mut_bytes()) }.unwrap();
+    let (qid, a) = create(&s, 4096, 9, 0, true);
+    check(&s, qid, &expected(&a, qid, true));
+}
+
+/// A ring the MQD cannot hold (not 256-byte aligned: cp_hqd_pq_base keeps address >> 8) is
+/// refused.
+#[test]
+fn unaligned_ring_is_refused() {
+    let s = setup();
+    let amd_queue = s.base + QUEUES;
+    let mut q = CreateQueueArgs {
+        ring_base_address: s.base + 0x40,
+        write_pointer_address: amd_queue + 56,
+        read_pointer_address: amd_queue + 128,
+        ring_size: 1024,
+        gpu_id: BUILTIN_GPU_ID,
+        queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+        queue_percentage: 100,
+        ..Default::default()
+    };
+    // SAFETY: as in `create`.
+    let r = unsafe { calls::create_queue(&*s.d, &mut q) };
+    assert!(r.is_err(), "a ring at base + 0x40 was taken");
+    assert!(s.d.mqd(0).is_none());
+}
