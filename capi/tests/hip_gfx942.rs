@@ -47,6 +47,10 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 /// `skipped: ...` line when a tool or library is missing.
 fn build_gfx942(dir: &Path, src: &str, out: &str) -> Result<PathBuf, String> {
     let clang = which("clang++-19").ok_or("skipped: clang++-19 not found")?;
+    // clang-19 links AMDGPU code objects with its own `lld` (Debian's lld-19).
+    if !Path::new("/usr/lib/llvm-19/bin/lld").is_file() {
+        return Err("skipped: /usr/lib/llvm-19/bin/lld not found (install lld-19)".into());
+    }
     let bundler = which("clang-offload-bundler-19")
         .or_else(|| which("clang-offload-bundler"))
         .or_else(|| which("clang-offload-bundler-15"))

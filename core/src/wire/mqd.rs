@@ -846,11 +846,12 @@ impl V9Mqd {
     /// enables it when it loads the HQD (`hqd_load`).
     ///
     /// # Errors
-    /// [`Status::InvalidQueueCreation`] naming the field, for an MQD amdkfd never produces:
-    /// `CP_HQD_PQ_CONTROL.QUEUE_SIZE` outside [`QUEUE_SIZE_MIN`]..=[`QUEUE_SIZE_MAX`]; a
-    /// null ring (`cp_hqd_pq_base`) or one past a 48-bit address; `CP_HQD_AQL_CONTROL.CONTROL0`
-    /// that does not match the queue's format; `DOORBELL_OFFSET` outside `doorbells`; a null
-    /// read-pointer report or write-pointer poll address; `EOP_SIZE` past [`EOP_SIZE_MAX`].
+    /// [`Status::InvalidQueueCreation`](crate::Status::InvalidQueueCreation) naming the field,
+    /// for an MQD amdkfd never produces: `CP_HQD_PQ_CONTROL.QUEUE_SIZE` outside
+    /// [`QUEUE_SIZE_MIN`]..=[`QUEUE_SIZE_MAX`]; a null ring (`cp_hqd_pq_base`) or one past a
+    /// 48-bit address; `CP_HQD_AQL_CONTROL.CONTROL0` that does not match the queue's format;
+    /// `DOORBELL_OFFSET` outside `doorbells`; a null read-pointer report or write-pointer poll
+    /// address; `EOP_SIZE` past [`EOP_SIZE_MAX`].
     pub fn load_compute(
         &self,
         doorbells: core::ops::Range<u32>,
