@@ -241,26 +241,14 @@ fn hipblas7_sgemm_verifies_on_this_library() {
 ///   which with SRAM ECC on leave the other half 0; the kept half made -1 read -1.0078125.
 #[test]
 fn rocblas7_tensile_gemms_pass_on_this_library() {
-    let Some(root) = hsa_test_support::rocm7::chroot(&[
-        "usr/libexec/rocm/librocblas5-tests/rocblas-test",
-        "usr/lib/x86_64-linux-gnu/libamdhip64.so.7",
-    ]) else {
-        return;
-    };
-    let filter = "--gtest_filter=*quick_gemm_64_1_4_5_8_f32_r_NN_63_4_6_5_63_6_0_63*:\
-                  *quick_gemm_fortran_f64_r_NN_7_9_15_2_17_18_n1_19_F*:\
-                  *quick_gemm_small_f16_rf16_rf16_rf16_rf16_r_NN_8_2_2_1_8_8_1_8_8*";
-    let out = run_ours(
-        &root,
-        None,
+    run_gtest(
         "/usr/libexec/rocm/librocblas5-tests/rocblas-test",
-        &[filter],
-    );
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("[  PASSED  ] 3 tests."),
-        "not the three tests passed:\n{stdout}\n{stderr}"
+        &[
+            "--gtest_filter=*quick_gemm_64_1_4_5_8_f32_r_NN_63_4_6_5_63_6_0_63*:\
+           *quick_gemm_fortran_f64_r_NN_7_9_15_2_17_18_n1_19_F*:\
+           *quick_gemm_small_f16_rf16_rf16_rf16_rf16_r_NN_8_2_2_1_8_8_1_8_8*",
+        ],
+        3,
     );
 }
 
@@ -272,26 +260,37 @@ fn rocblas7_tensile_gemms_pass_on_this_library() {
 /// and read 0 in the interpreter.
 #[test]
 fn rocfft7_real_to_complex_passes_on_this_library() {
-    let Some(root) = hsa_test_support::rocm7::chroot(&[
-        "usr/libexec/rocm/librocfft0-tests/rocfft-test",
-        "usr/lib/x86_64-linux-gnu/libamdhip64.so.7",
-    ]) else {
-        return;
-    };
-    let filter = "--gtest_filter=pow2_1D/accuracy_test.vs_fftw/real_forward_len_32_*:\
-                  pow2_1D/accuracy_test.vs_fftw/real_forward_len_64_*:\
-                  pow2_1D/accuracy_test.vs_fftw/real_forward_len_128_*";
-    let out = run_ours(
-        &root,
-        None,
+    run_gtest(
         "/usr/libexec/rocm/librocfft0-tests/rocfft-test",
         // rocfft-test draws some of its cases' parameters at random: seed 1 gives 38.
-        &["--seed", "1", filter],
+        &[
+            "--seed",
+            "1",
+            "--gtest_filter=pow2_1D/accuracy_test.vs_fftw/real_forward_len_32_*:\
+             pow2_1D/accuracy_test.vs_fftw/real_forward_len_64_*:\
+             pow2_1D/accuracy_test.vs_fftw/real_forward_len_128_*",
+        ],
+        38,
     );
+}
+
+/// Runs one of ROCm 7.2.4's gtest binaries (an absolute path inside the chroot) on this
+/// library with the built-in profile, and checks that it exits 0 having passed exactly
+/// `passed` tests. Says `skipped:` (via [`hsa_test_support::rocm7::chroot`]) when the chroot,
+/// the binary or HIP 7 is missing.
+fn run_gtest(binary: &str, args: &[&str], passed: usize) {
+    let in_root = binary.trim_start_matches('/');
+    let Some(root) =
+        hsa_test_support::rocm7::chroot(&[in_root, "usr/lib/x86_64-linux-gnu/libamdhip64.so.7"])
+    else {
+        return;
+    };
+    let out = run_ours(&root, None, binary, args);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
+    let want = format!("[  PASSED  ] {passed} tests.");
     assert!(
-        stdout.contains("[  PASSED  ] 38 tests."),
-        "not the 38 tests passed:\n{stdout}\n{stderr}"
+        stdout.contains(&want),
+        "not {passed} tests passed:\n{stdout}\n{stderr}"
     );
 }
