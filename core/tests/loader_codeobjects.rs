@@ -610,6 +610,16 @@ fn misaligned_bytes_are_copied_before_loading() {
         .is_err());
 }
 
+/// The file offsets (bytes) of every occurrence of `needle` in `raw`, in file order: how the
+/// note tests find a MessagePack key or value to patch.
+fn offsets_of(raw: &[u8], needle: &[u8]) -> Vec<usize> {
+    raw.windows(needle.len())
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(i, _)| i)
+        .collect()
+}
+
 fn patched(file: &str, at: usize, value: &[u8]) -> AlignedBytes {
     let mut b = read(file);
     b[at..at + value.len()].copy_from_slice(value);
@@ -726,16 +736,11 @@ fn kernels_of_every_metadata_note_are_loaded() {
     }
     // Notes that disagree on amdhsa.version: the second note's [1, 2] made [1, 1] (the
     // MessagePack array 0x92 0x01 0x02 after the second "amdhsa.version" key).
-    let raw = bytes.as_bytes();
-    let key = b"amdhsa.version";
-    let at: Vec<usize> = raw
-        .windows(key.len() + 3)
-        .enumerate()
-        .filter(|(_, w)| w[..key.len()] == key[..] && w[key.len()..] == [0x92, 1, 2])
-        .map(|(i, _)| i + key.len() + 2)
-        .collect();
-    assert_eq!(at.len(), 2, "one version per note");
-    let e = CodeObject::parse(&patched(file, at[1], &[1])).unwrap_err();
+    let versions = offsets_of(bytes.as_bytes(), b"amdhsa.version\x92\x01\x02");
+    assert_eq!(versions.len(), 2, "one version per note");
+    // The minor version's byte is the last of the match.
+    let minor = versions[1] + b"amdhsa.version".len() + 2;
+    let e = CodeObject::parse(&patched(file, minor, &[1])).unwrap_err();
     assert_eq!(e.status(), Status::InvalidCodeObject);
     assert_eq!(
         e.detail().to_string(),
@@ -753,13 +758,7 @@ fn kernels_of_every_metadata_note_are_loaded() {
 fn a_later_note_without_a_target_belongs_to_the_code_object() {
     let file = "linked/kernels+more-gfx90a-v5.hsaco";
     let raw = read(file);
-    let key = b"amdhsa.target";
-    let at: Vec<usize> = raw
-        .windows(key.len())
-        .enumerate()
-        .filter(|(_, w)| w[..] == key[..])
-        .map(|(i, _)| i)
-        .collect();
+    let at = offsets_of(&raw, b"amdhsa.target");
     assert_eq!(at.len(), 2, "one target per note");
     // "amdhsa.target" -> "amdhsa.tarXet": a key the parser does not know, so no target.
     let no_target = patched(file, at[1] + 10, b"X");
@@ -768,11 +767,10 @@ fn a_later_note_without_a_target_belongs_to_the_code_object() {
     assert_eq!(co.metadata().target, Some("amdgcn-amd-amdhsa--gfx90a"));
     // The target string's processor "gfx90a" -> "gfx90c" in the second note: refused.
     let value = b"amdgcn-amd-amdhsa--gfx90a";
-    let second = at[1]
-        + raw[at[1]..]
-            .windows(value.len())
-            .position(|w| w == value)
-            .unwrap();
+    let second = *offsets_of(&raw, value)
+        .iter()
+        .find(|&&v| v > at[1])
+        .expect("the second note's target string");
     let other = patched(file, second + value.len() - 1, b"c");
     let e = CodeObject::parse(&other).unwrap_err();
     assert_eq!(e.status(), Status::InvalidCodeObject);
