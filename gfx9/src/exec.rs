@@ -323,6 +323,10 @@ pub struct DispatchState {
     /// loads) write 0 to the half of the VGPR they do not load; without it they keep it
     /// (AMDGPUUsage's target features; LLVM's `d16PreservesUnusedBits`).
     pub sramecc: bool,
+    /// The queue's process's FLAT apertures on this GPU: the `SH_MEM_BASES` value amdkfd
+    /// programs for the process ([`Apertures`](crate::aperture::Apertures)), the same
+    /// bases `GET_PROCESS_APERTURES_NEW` reports to the runtime.
+    pub apertures: crate::aperture::Apertures,
 }
 
 /// Where the SPI takes a wave's user SGPRs (`s0` up to `COMPUTE_PGM_RSRC2.USER_SGPR`) from.
@@ -371,23 +375,13 @@ impl DispatchState {
             user_sgprs: UserSgprs::FromDescriptor,
             check_vgpr_allocation: false,
             sramecc: false,
+            apertures: crate::aperture::Apertures::AMDKFD_GFX9,
         }
     }
 }
 
 /// Maximum LDS per work-group, bytes (64 KiB on GFX9).
 pub const MAX_LDS_BYTES: u32 = 64 * 1024;
-
-/// Base of the shared (LDS) aperture: a FLAT address `SHARED_APERTURE_BASE + o` (o < 4 GiB)
-/// is byte `o` of the work-group's LDS. The gfx9 value amdkfd gives (`kfd_flat_memory.c`
-/// MAKE_LDS_APP_BASE_V9), which the emulated device reports too; `src_shared_base` reads its
-/// high 32 bits.
-pub const SHARED_APERTURE_BASE: u64 = 0x1_0000_0000_0000;
-
-/// Base of the private (scratch) aperture: a FLAT address `PRIVATE_APERTURE_BASE + o`
-/// (o < 4 GiB) is byte `o` of the lane's private segment (amdkfd's SCRATCH_V9 base);
-/// `src_private_base` reads its high 32 bits.
-pub const PRIVATE_APERTURE_BASE: u64 = 0x2_0000_0000_0000;
 
 /// A queue's scratch as the command processor reads it from the queue's `amd_queue_t` when it
 /// launches a dispatch (AMDGPUUsage "Private Segment Buffer", "Flat Scratch"; ROCR's
@@ -976,6 +970,7 @@ fn init_wave(
     w.mode = (rsrc1 >> 12 & 0xFF) | (rsrc1 >> 21 & 1) << 8 | (rsrc1 >> 23 & 1) << 9;
     w.hw_id = hw_id(ctx.target, ctx.cu, wave_index, &dispatch.launch);
     w.sramecc = dispatch.sramecc;
+    w.apertures = dispatch.apertures;
     // The wave's slot in the queue's scratch: the SPI gives each live wave one of
     // COMPUTE_TMPRING_SIZE.WAVES slots of WAVESIZE KiB; the private segment wave offset is
     // the slot's byte offset in the backing memory (AMDGPUUsage "Private Segment Buffer").
@@ -1301,14 +1296,16 @@ pub(super) fn scalar(w: &Wave, op: &Operand, wide: bool, f64_op: bool) -> u64 {
         Operand::Special(251) => (w.vcc() == 0) as u64,
         Operand::Special(252) => (w.exec() == 0) as u64,
         Operand::Special(253) => w.scc as u64,
-        // src_shared_base / src_private_base: as a 32-bit operand the apertures' high 32
-        // bits, as a 64-bit one the whole base (LLVM 17+ reads `s_mov_b64 s[n:n+1],
-        // src_private_base` and uses s[n+1] as a flat pointer's high half); the limits are
-        // base + 4 GiB - 1 (high 32 bits equal the base's).
-        Operand::Special(235 | 236) if wide => SHARED_APERTURE_BASE,
-        Operand::Special(237 | 238) if wide => PRIVATE_APERTURE_BASE,
-        Operand::Special(235 | 236) => SHARED_APERTURE_BASE >> 32,
-        Operand::Special(237 | 238) => PRIVATE_APERTURE_BASE >> 32,
+        // src_shared_base/limit and src_private_base/limit, from the process's apertures: as
+        // a 32-bit operand the high 32 bits, as a 64-bit one the whole address (LLVM 17+
+        // reads `s_mov_b64 s[n:n+1], src_private_base` and uses s[n+1] as a flat pointer's
+        // high half); a limit is its base + 4 GiB - 1, so its high 32 bits are the base's.
+        Operand::Special(235) if wide => w.apertures.shared_base(),
+        Operand::Special(236) if wide => w.apertures.shared_limit(),
+        Operand::Special(237) if wide => w.apertures.private_base(),
+        Operand::Special(238) if wide => w.apertures.private_limit(),
+        Operand::Special(235 | 236) => w.apertures.shared_base() >> 32,
+        Operand::Special(237 | 238) => w.apertures.private_base() >> 32,
         _ => 0,
     }
 }

@@ -11,7 +11,7 @@
 //! operations per lane; the ISA tests run both).
 
 use super::decode::{Encoding, Instruction, Operand};
-use super::exec::{canon32, DeviceMemory, F32_CONST, PRIVATE_APERTURE_BASE, SHARED_APERTURE_BASE};
+use super::exec::{canon32, DeviceMemory, F32_CONST};
 use super::mode::{self, Kind};
 use super::op::{self, Class, Dir, Mem, MemTy, Op, Ty};
 use hsa_core::{error, Result};
@@ -1016,11 +1016,13 @@ pub(super) fn run(
             };
             let addr: [u64; WAVE_SIZE] =
                 core::array::from_fn(|l| base[l].wrapping_add(i64::from(offset) as u64));
-            // FLAT addresses in the shared or private aperture: LDS or scratch (general path).
+            // FLAT addresses that are not plain GPUVM addresses (the shared or private
+            // aperture, or the hole): the general path.
             let aperture = |a: u64| {
-                flat && [SHARED_APERTURE_BASE, PRIVATE_APERTURE_BASE]
-                    .iter()
-                    .any(|&b| a.checked_sub(b).is_some_and(|o| o >> 32 == 0))
+                flat && !matches!(
+                    w.apertures.resolve(a),
+                    crate::aperture::FlatTarget::Global(_)
+                )
             };
             if (0..WAVE_SIZE).any(|l| exec >> l & 1 != 0 && aperture(addr[l])) {
                 return Ok(Done::Slow);

@@ -30,6 +30,7 @@
 
 extern crate alloc;
 
+pub mod aperture;
 pub mod decode;
 mod disasm;
 pub mod exec;

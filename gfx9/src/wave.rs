@@ -71,6 +71,9 @@ pub struct Wave {
     /// it (LLVM's `d16PreservesUnusedBits` is false with SRAMECC, and compilers OR the two
     /// halves of a `_d16`/`_d16_hi` pair together).
     pub sramecc: bool,
+    /// The process's FLAT apertures ([`crate::exec::DispatchState::apertures`]): where FLAT
+    /// addresses go and what `src_shared_base`/`src_private_base` read.
+    pub apertures: crate::aperture::Apertures,
 }
 
 impl Wave {
@@ -92,6 +95,7 @@ impl Wave {
             executed: 0,
             gws_wait: None,
             sramecc: false,
+            apertures: crate::aperture::Apertures::AMDKFD_GFX9,
         }
     }
 

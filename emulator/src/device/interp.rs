@@ -426,6 +426,8 @@ pub(crate) struct GpuRegs {
     pub gb_addr_config: u32,
     /// Whether the GPU runs with SRAM ECC on ([`DispatchState::sramecc`]).
     pub sramecc: bool,
+    /// The queue's process's FLAT apertures on the GPU ([`DispatchState::apertures`]).
+    pub apertures: crate::gfx9::aperture::Apertures,
 }
 
 /// Runs `dispatch` as machine code for `target` on GPU `gpu_id` with `lds_bytes` of LDS,
@@ -566,6 +568,8 @@ fn prepare(
         launch: WaveLaunch::SINGLE_CU,
         gb_addr_config: 0,
         sramecc: false,
+        // The GPU's, set with `gb_addr_config` and `sramecc` when the dispatch runs.
+        apertures: crate::gfx9::aperture::Apertures::AMDKFD_GFX9,
         user_sgprs: UserSgprs::FromDescriptor,
         check_vgpr_allocation: false,
     };
@@ -713,6 +717,7 @@ fn run_prepared(
         launch,
         gb_addr_config: gpu.gb_addr_config,
         sramecc: gpu.sramecc,
+        apertures: gpu.apertures,
         ..prepared.state
     };
     // The CP's scratch request, typed, before anything else it refuses.
@@ -966,6 +971,7 @@ pub(crate) fn run_registers(
             launch,
             gb_addr_config: gpu.gb_addr_config,
             sramecc: gpu.sramecc,
+            apertures: gpu.apertures,
             user_sgprs: UserSgprs::Registers(dispatch.user_data),
             check_vgpr_allocation: true,
         },

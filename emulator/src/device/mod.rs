@@ -92,6 +92,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use crate::gfx9::aperture::Apertures;
 use crate::gfx9::Gfx9Target;
 use hsa_core::platform::HeapType;
 use hsa_core::runtime::agent::amdkfd_queues_per_process;
@@ -326,6 +327,10 @@ struct Gpu {
     /// ([`hsa_core::isa::TargetId::of_node`]'s rule); D16 loads then zero the half they do
     /// not load.
     sramecc: bool,
+    /// This process's FLAT apertures on it: the `SH_MEM_BASES` amdkfd programs for the
+    /// process, which `GET_PROCESS_APERTURES_NEW` reports and the interpreter's FLAT
+    /// instructions and `src_shared_base`/`src_private_base` use.
+    apertures: Apertures,
 }
 
 /// The device state shared with the processor threads.
@@ -554,6 +559,9 @@ impl EmulatedKfd {
                 gb_addr_config: profile::gb_addr_config(p),
                 sramecc: hsa_core::isa::TargetId::of_node(p, false)
                     .is_some_and(|t| t.sramecc == hsa_core::isa::FeatureSetting::On),
+                // amdkfd's `kfd_init_apertures_v9`, which it uses for gfx9, gfx10 and gfx11
+                // alike (the emulated device models no older GPU).
+                apertures: Apertures::AMDKFD_GFX9,
             });
         }
         if gpus.is_empty() {
@@ -1373,6 +1381,27 @@ mod tests {
         let got = std::hint::black_box(&out)[0];
         assert_eq!(got.gpu_id, BUILTIN_GPU_ID);
         assert!(got.gpuvm_base < got.gpuvm_limit);
+        // kfd_flat_memory.c's v9 apertures: LDS at 1 << 48, scratch at 2 << 48, 4 GiB each.
+        assert_eq!(
+            (
+                got.lds_base,
+                got.lds_limit,
+                got.scratch_base,
+                got.scratch_limit
+            ),
+            (
+                0x0001_0000_0000_0000,
+                0x0001_0000_FFFF_FFFF,
+                0x0002_0000_0000_0000,
+                0x0002_0000_FFFF_FFFF
+            )
+        );
+        // The same apertures the interpreter's waves address FLAT memory with.
+        let gpu = &d.device.gpus[0];
+        assert_eq!(
+            (got.lds_base, got.scratch_base),
+            (gpu.apertures.shared_base(), gpu.apertures.private_base())
+        );
         a.kfd_process_device_apertures_ptr = 16;
         assert_eq!(
             // SAFETY: address 16 is never mapped (page 0): the copy fails with EFAULT.

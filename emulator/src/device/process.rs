@@ -145,9 +145,10 @@ pub(crate) fn get_tile_config(
 }
 
 /// `GET_PROCESS_APERTURES_NEW`: with `num_of_nodes` 0 how many entries there are (one per
-/// GPU); otherwise the gfx9 apertures of the first `num_of_nodes` GPUs written to the user's
-/// array (`kfd_flat_memory.c`: `MAKE_LDS_APP_BASE_V9`, `SCRATCH_V9`) and the count written.
-/// `EFAULT` when the array is not mapped.
+/// GPU); otherwise the apertures of the first `num_of_nodes` GPUs written to the user's
+/// array and the count written: each GPU's LDS and scratch aperture from the process's
+/// `SH_MEM_BASES` for it (the values the interpreter addresses FLAT memory with), and the
+/// GPUVM range. `EFAULT` when the array is not mapped.
 pub(crate) fn get_process_apertures_new(
     device: &Arc<Device>,
     a: &mut GetProcessAperturesNewArgs,
@@ -162,10 +163,10 @@ pub(crate) fn get_process_apertures_new(
     let entries: Vec<ProcessDeviceApertures> = gpus[..n]
         .iter()
         .map(|g| ProcessDeviceApertures {
-            lds_base: 0x1_0000_0000_0000,
-            lds_limit: 0x1_0000_ffff_ffff,
-            scratch_base: 0x2_0000_0000_0000,
-            scratch_limit: 0x2_0000_ffff_ffff,
+            lds_base: g.apertures.shared_base(),
+            lds_limit: g.apertures.shared_limit(),
+            scratch_base: g.apertures.private_base(),
+            scratch_limit: g.apertures.private_limit(),
             gpuvm_base: 0x20_0000,
             gpuvm_limit: 0x7fff_ffff_ffff,
             gpu_id: g.gpu_id,

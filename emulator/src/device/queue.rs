@@ -649,6 +649,7 @@ impl CpHost<'_> {
             .map_or_else(interp::GpuRegs::default, |g| interp::GpuRegs {
                 gb_addr_config: g.gb_addr_config,
                 sramecc: g.sramecc,
+                apertures: g.apertures,
             });
         let mut caches = self.caches.borrow_mut();
         let counts = |caches: &[DecodeCache]| {

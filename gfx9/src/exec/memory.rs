@@ -3,6 +3,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::aperture::FlatTarget;
 
 /// Where one lane's access goes.
 #[derive(Clone, Copy, Debug)]
@@ -315,18 +316,27 @@ pub(crate) fn flat(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> R
                 None => vsrc(w, &inst.src[0], lane, true, false),
             }
             .wrapping_add(inst.imm as i64 as u64);
-            let aperture = |base: u64| addr.checked_sub(base).filter(|o| *o >> 32 == 0);
-            match (
-                class == Class::Flat,
-                aperture(SHARED_APERTURE_BASE),
-                aperture(PRIVATE_APERTURE_BASE),
-            ) {
-                (true, Some(o), _) => Space::Lds(o),
-                (true, _, Some(o)) => Space::Private {
-                    base: flat_scratch,
-                    offset: o as u32,
-                },
-                _ => Space::Global(addr),
+            if class != Class::Flat {
+                Space::Global(addr)
+            } else {
+                match w.apertures.resolve(addr) {
+                    FlatTarget::Lds(o) => Space::Lds(u64::from(o)),
+                    FlatTarget::Private(offset) => Space::Private {
+                        base: flat_scratch,
+                        offset,
+                    },
+                    FlatTarget::Global(a) => Space::Global(a),
+                    FlatTarget::Hole => bail!(
+                        Status::MemoryApertureViolation,
+                        "lane {lane}: FLAT address {addr:#x} is in neither the shared aperture \
+                         ({:#x}..={:#x}) nor the private one ({:#x}..={:#x}) and outside the \
+                         48-bit GPUVM range: a memory violation",
+                        w.apertures.shared_base(),
+                        w.apertures.shared_limit(),
+                        w.apertures.private_base(),
+                        w.apertures.private_limit()
+                    ),
+                }
             }
         };
         lane_access(ctx, w, inst, lane, space)

@@ -842,3 +842,113 @@ fn ds_address_wraps_at_32_bits() {
         (0xAABB_CCDD, 0x1122_3344)
     );
 }
+
+/// FLAT addressing follows the process's apertures (the `SH_MEM_BASES` amdkfd programs for
+/// it, which `GET_PROCESS_APERTURES_NEW` reports): `src_shared_base`/`src_private_*` read
+/// them, a FLAT access in the shared aperture reads LDS wherever the aperture is, and a FLAT
+/// address in neither aperture and in the hole of the 48-bit address space is a memory
+/// violation naming the address. The interpreter used to hold the apertures as constants.
+#[test]
+fn flat_addresses_follow_the_process_apertures() {
+    use crate::aperture::Apertures;
+    let t = Gfx9Target::Gfx90a;
+    // llvm-mc-19 -mcpu=gfx90a -show-encoding.
+    let shared_base = decode(&[0xEB, 0x01, 0x80, 0xBE], t).unwrap(); // s_mov_b64 s[0:1], src_shared_base
+    let private_limit = decode(&[0xEE, 0x01, 0x80, 0xBE], t).unwrap(); // s_mov_b64 s[0:1], src_private_limit
+    let private_hi = decode(&[0xED, 0x00, 0x80, 0xBE], t).unwrap(); // s_mov_b32 s0, src_private_base
+    let load = decode(&[0x00, 0x00, 0x50, 0xDC, 0x02, 0x00, 0x00, 0x01], t).unwrap(); // flat_load_dword v1, v[2:3]
+    let moved = Apertures::from_bases(3 << 48, 4 << 48);
+    for (apertures, shared, limit) in [
+        (
+            Apertures::AMDKFD_GFX9,
+            0x0001_0000_0000_0000u64,
+            0x0002_0000_FFFF_FFFFu64,
+        ),
+        (moved, 0x0003_0000_0000_0000, 0x0004_0000_FFFF_FFFF),
+    ] {
+        let mut w = Wave::new(0x1000, false);
+        w.apertures = apertures;
+        general_step(&mut w, &shared_base, 0x1000, &NoMemory, &mut []).unwrap();
+        assert_eq!(w.sreg64(0), shared, "{apertures:?}");
+        general_step(&mut w, &private_limit, 0x1000, &NoMemory, &mut []).unwrap();
+        assert_eq!(w.sreg64(0), limit, "{apertures:?}");
+        general_step(&mut w, &private_hi, 0x1000, &NoMemory, &mut []).unwrap();
+        assert_eq!(w.sreg[0] as u64, limit >> 32, "{apertures:?}");
+    }
+    let at = |w: &mut Wave, addr: u64| {
+        w.set_v(2, 0, addr as u32);
+        w.set_v(3, 0, (addr >> 32) as u32);
+    };
+    let mut lds = [0u8; 16];
+    lds[4..8].copy_from_slice(&0xCAFE_F00Du32.to_le_bytes());
+    let mut w = Wave::new(0x1000, false);
+    w.apertures = moved;
+    w.set_exec(1);
+    at(&mut w, 0x0003_0000_0000_0004);
+    general_step(&mut w, &load, 0x1000, &NoMemory, &mut lds).unwrap();
+    assert_eq!(w.v(1, 0), 0xCAFE_F00D);
+    // With the apertures moved, the default LDS address is in the hole; so is 1 << 47 for
+    // any apertures.
+    for (apertures, addr) in [
+        (moved, 0x0001_0000_0000_0004u64),
+        (Apertures::AMDKFD_GFX9, 0x8000_0000_0000),
+        (Apertures::AMDKFD_GFX9, 0x0001_0001_0000_0000),
+    ] {
+        w.apertures = apertures;
+        at(&mut w, addr);
+        let e = general_step(&mut w, &load, 0x1000, &NoMemory, &mut lds).unwrap_err();
+        assert_eq!(e.status(), Status::MemoryApertureViolation, "{e}");
+        assert!(
+            e.detail()
+                .to_string()
+                .contains(&format!("FLAT address {addr:#x}")),
+            "{e}"
+        );
+    }
+}
+
+/// A dispatch's waves take their apertures from [`DispatchState::apertures`]: a FLAT load at
+/// the default LDS aperture (`0x1_0000_0000_0004`) reads LDS with amdkfd's gfx9 apertures and
+/// is a memory violation for a process whose LDS aperture is elsewhere.
+#[test]
+fn dispatch_apertures_reach_every_wave() {
+    use crate::aperture::Apertures;
+    // llvm-mc-19 -mcpu=gfx90a: v_mov_b32 v2, 4; v_mov_b32 v3, 0x10000;
+    // flat_load_dword v1, v[2:3]; s_waitcnt vmcnt(0) lgkmcnt(0); s_endpgm.
+    let bytes = [
+        0x84, 0x02, 0x04, 0x7E, 0xFF, 0x02, 0x06, 0x7E, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x50,
+        0xDC, 0x02, 0x00, 0x00, 0x01, 0x70, 0x00, 0x8C, 0xBF, 0x00, 0x00, 0x81, 0xBF,
+    ];
+    let code = KernelCode {
+        base_address: 0x1000,
+        bytes: &bytes,
+        entry_address: 0x1000,
+    };
+    let kd = KernelDescriptor::default();
+    let mut st = DispatchState::one_dimensional(64, 64, 0, 0);
+    st.group_segment_size = 16;
+    let mut stats = ExecStats::default();
+    run_workgroups(
+        &code,
+        &kd,
+        Gfx9Target::Gfx90a,
+        &st,
+        &NoMemory,
+        0..1,
+        &mut stats,
+    )
+    .unwrap();
+    st.apertures = Apertures::from_bases(3 << 48, 4 << 48);
+    let e = run_workgroups(
+        &code,
+        &kd,
+        Gfx9Target::Gfx90a,
+        &st,
+        &NoMemory,
+        0..1,
+        &mut stats,
+    )
+    .unwrap_err();
+    assert_eq!(e.status(), Status::MemoryApertureViolation, "{e}");
+    assert!(e.detail().to_string().contains("0x1000000000004"), "{e}");
+}

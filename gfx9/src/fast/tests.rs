@@ -1,5 +1,6 @@
 use super::super::exec::tests::general_step;
 use super::*;
+use crate::aperture::Apertures;
 use crate::{decode, Gfx9Target};
 use std::cell::RefCell;
 use std::process::{Command, Stdio};
@@ -316,7 +317,7 @@ fn fast_path_matches_the_general_interpreter() {
                     };
                     let a = MEMORY_BASE + mem_off as u64;
                     let a = if form.starts_with("flat_") && r % 97 == 1 && round % 5 == 4 {
-                        SHARED_APERTURE_BASE + 16
+                        Apertures::AMDKFD_GFX9.shared_base() + 16
                     } else {
                         a
                     };
@@ -352,7 +353,8 @@ fn fast_path_matches_the_general_interpreter() {
             let aperture = form.starts_with("flat_")
                 && (0..WAVE_SIZE).any(|l| {
                     exec >> l & 1 != 0
-                        && w.vgpr[7 * WAVE_SIZE + l] == (SHARED_APERTURE_BASE >> 32) as u32
+                        && w.vgpr[7 * WAVE_SIZE + l]
+                            == (Apertures::AMDKFD_GFX9.shared_base() >> 32) as u32
                 });
             let mut general = w.clone();
             let flow = general_step(&mut general, &inst, pc, &gm, &mut glds);
