@@ -45,7 +45,7 @@ pub mod cp_hqd {
     pub const DOORBELL_EN: Field = Field::new(0, 30, 1);
     /// `CP_HQD_AQL_CONTROL.CONTROL0` (shift 0): amdkfd writes `1 << CONTROL0__SHIFT` for an
     /// AQL ring and leaves the dword 0 for PM4. Declared one bit wide, the bit amdkfd sets;
-    /// [`V9Mqd::load_compute`] compares the whole dword with those two values, so a wider
+    /// [`super::V9Mqd::load_compute`] compares the whole dword with those two values, so a wider
     /// value (2, say) is refused rather than read as PM4.
     pub const AQL_CONTROL0: Field = Field::new(0, 0, 1);
     /// `CP_HQD_EOP_CONTROL.EOP_SIZE`: log2(EOP buffer dwords) - 1.
@@ -1359,7 +1359,7 @@ mod tests {
             (143, 0x11a),
             // 64 KiB = 2^14 dwords -> 13 = 0xd; | 5 << 8 | 1 << 14 | 1 << 16 | 2 << 25 |
             // 1 << 27 | 1 << 28 = 0x1C01_4500 | 0xd.
-            (145, 0x1C01_450d),
+            (145, 0x1C01_450D),
             // 3 << 20 | 1 << 23.
             (149, 0x00B0_0000),
             (160, 0x4000),
@@ -1444,7 +1444,7 @@ mod tests {
         refused(&|m| m.cp_hqd_pq_base_hi = 0x100, true, "cp_hqd_pq_base");
         // Junk in bits 24-31 of cp_hqd_pq_base_hi, which `<< 8` would drop: still refused.
         refused(
-            &|m| m.cp_hqd_pq_base_hi = 0x8000_0000 | m.cp_hqd_pq_base_hi,
+            &|m| m.cp_hqd_pq_base_hi |= 0x8000_0000,
             true,
             "MQD cp_hqd_pq_base_hi 0x8000007f",
         );
