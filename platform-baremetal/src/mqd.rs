@@ -36,9 +36,6 @@ pub const DOORBELL_OFFSET_MAX: u32 = cp_hqd::DOORBELL_OFFSET.mask();
 pub const DOORBELL_EN: u32 = 1 << cp_hqd::DOORBELL_EN.shift;
 /// `CP_HQD_AQL_CONTROL.CONTROL0 = 1`: the queue holds AQL packets.
 pub const AQL_CONTROL_CONTROL0: u32 = 1 << cp_hqd::AQL_CONTROL0.shift;
-/// The largest `CP_HQD_EOP_CONTROL.EOP_SIZE` amdkfd programs (0xA: 2048 dwords), because the
-/// per-SE EOP-done count is 8 bits (kfd_mqd_manager_v9.c comment).
-pub const EOP_SIZE_MAX_FIELD: u32 = 0xA;
 
 /// Inputs of [`ComputeMqd::new`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,7 +52,7 @@ pub struct MqdParams {
     pub doorbell: DoorbellIndex,
     /// GPU address of the EOP buffer: 256-byte aligned.
     pub eop: GpuVa,
-    /// EOP buffer size, bytes: a power of two, at least 16.
+    /// EOP buffer size, bytes: a power of two from 16 to 2^31 (amdkfd keeps it in a `u32`).
     pub eop_size_bytes: u64,
 }
 
@@ -67,7 +64,8 @@ pub struct MqdParams {
 /// - `cp_hqd_pq_doorbell_control`: dword offset << 2 | DOORBELL_EN;
 /// - `cp_hqd_aql_control`: CONTROL0 = 1;
 /// - `cp_hqd_eop_base_addr_lo`/`_hi`: EOP address >> 8;
-/// - `cp_hqd_eop_control`: EOP_SIZE = min(0xA, log2(size in dwords) - 1).
+/// - `cp_hqd_eop_control`: EOP_SIZE = min(0xA, log2(size in dwords) - 1)
+///   ([`hsa_core::wire::mqd::eop_control`], at most [`hsa_core::wire::mqd::EOP_SIZE_MAX`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ComputeMqd(V9Mqd);
 
@@ -92,7 +90,7 @@ impl ComputeMqd {
     /// # Errors
     /// `Status::InvalidQueueCreation` naming the field and value for: a ring or EOP address
     /// not 256-byte aligned, a ring size that is not a power of two in 256..=2^34 bytes, an
-    /// EOP size that is not a power of two >= 16 bytes, a read/write pointer address not
+    /// EOP size that is not a power of two in 16..=2^31 bytes, a read/write pointer address not
     /// 8-byte aligned, a doorbell whose dword offset does not fit 26 bits.
     pub fn new(p: &MqdParams) -> Result<ComputeMqd, Error> {
         let bad = Status::InvalidQueueCreation;
@@ -116,11 +114,17 @@ impl ComputeMqd {
             }));
         }
         let e = p.eop_size_bytes;
-        if !e.is_power_of_two() || e < 16 {
+        let Some(eop_size) = u32::try_from(e)
+            .ok()
+            .filter(|e| e.is_power_of_two() && *e >= 16)
+        else {
             return Err(Error::lazy(bad, [e], |&[e, ..], f| {
-                write!(f, "eop_size_bytes {e:#x} is not a power of two >= 16")
+                write!(
+                    f,
+                    "eop_size_bytes {e:#x} is not a power of two in 16..=2^31"
+                )
             }));
-        }
+        };
         if !p.rptr_report.is_aligned(8) || p.rptr_report.is_null() {
             return Err(Error::lazy(bad, [p.rptr_report.get()], |&[a, ..], f| {
                 write!(
@@ -160,7 +164,7 @@ impl ComputeMqd {
             p.wptr_poll.get(),
             dw_offset,
             p.eop.get(),
-            e,
+            eop_size,
         );
         m.cp_hqd_pq_control |=
             RPTR_BLOCK_SIZE << PQ_CONTROL_RPTR_BLOCK_SIZE_SHIFT | PQ_CONTROL_NO_UPDATE_RPTR;
@@ -275,6 +279,10 @@ mod tests {
         check(&|p| p.ring_size_bytes = 128, "ring_size_bytes 0x80");
         check(&|p| p.eop = GpuVa(0), "EOP address 0x0");
         check(&|p| p.eop_size_bytes = 8, "eop_size_bytes 0x8");
+        check(
+            &|p| p.eop_size_bytes = 1 << 32,
+            "eop_size_bytes 0x100000000",
+        );
         check(
             &|p| p.rptr_report = GpuVa(0x1004),
             "read pointer address 0x1004",

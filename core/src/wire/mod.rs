@@ -80,6 +80,12 @@ impl Field {
         }
     }
 
+    /// The register image `dword` with the field set to the low `bits` bits of `value`, its
+    /// other bits kept (what [`Field::set`] does to one dword, by value).
+    pub const fn with(self, dword: u32, value: u32) -> u32 {
+        (dword & !(self.mask() << self.shift)) | ((value & self.mask()) << self.shift)
+    }
+
     /// Whether `value` fits the field.
     pub const fn fits(self, value: u64) -> bool {
         value <= self.mask() as u64

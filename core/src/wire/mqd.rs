@@ -43,7 +43,10 @@ pub mod cp_hqd {
     pub const DOORBELL_OFFSET: Field = Field::new(0, 2, 26);
     /// `CP_HQD_PQ_DOORBELL_CONTROL.DOORBELL_EN`.
     pub const DOORBELL_EN: Field = Field::new(0, 30, 1);
-    /// `CP_HQD_AQL_CONTROL.CONTROL0`: the ring holds AQL packets.
+    /// `CP_HQD_AQL_CONTROL.CONTROL0` (shift 0): amdkfd writes `1 << CONTROL0__SHIFT` for an
+    /// AQL ring and leaves the dword 0 for PM4. Declared one bit wide, the bit amdkfd sets;
+    /// [`super::V9Mqd::load_compute`] compares the whole dword with those two values, so a wider
+    /// value (2, say) is refused rather than read as PM4.
     pub const AQL_CONTROL0: Field = Field::new(0, 0, 1);
     /// `CP_HQD_EOP_CONTROL.EOP_SIZE`: log2(EOP buffer dwords) - 1.
     pub const EOP_CONTROL_EOP_SIZE: Field = Field::new(0, 0, 6);
@@ -51,7 +54,8 @@ pub mod cp_hqd {
     pub const PQ_CONTROL_QUEUE_FULL_EN: Field = Field::new(0, 14, 1);
     /// `CP_HQD_PQ_CONTROL.WPP_CLAMP_EN` (bit 16).
     pub const PQ_CONTROL_WPP_CLAMP_EN: Field = Field::new(0, 16, 1);
-    /// `CP_HQD_PQ_CONTROL.SLOT_BASED_WPTR` (bits 25-26; amdkfd programs 2 for AQL).
+    /// `CP_HQD_PQ_CONTROL.SLOT_BASED_WPTR` (bits 25-26; amdkfd programs
+    /// `2 << SLOT_BASED_WPTR__SHIFT` for AQL).
     pub const PQ_CONTROL_SLOT_BASED_WPTR: Field = Field::new(0, 25, 2);
     /// `CP_HQD_PQ_CONTROL.UNORD_DISPATCH` (bit 28).
     pub const PQ_CONTROL_UNORD_DISPATCH: Field = Field::new(0, 28, 1);
@@ -75,7 +79,7 @@ pub mod cp_hqd {
     pub const IB_CONTROL_IB_EXE_DISABLE: Field = Field::new(0, 23, 1);
     /// `CP_MQD_CONTROL.PRIV_STATE` (bit 8).
     pub const MQD_CONTROL_PRIV_STATE: Field = Field::new(0, 8, 1);
-    /// `CP_HQD_PIPE_PRIORITY.PIPE_PRIORITY` (bits 0-1).
+    /// `CP_HQD_PIPE_PRIORITY.PIPE_PRIORITY` (bits 0-1): [`super::PIPE_PRIORITY_MAP`]'s value.
     pub const PIPE_PRIORITY: Field = Field::new(0, 0, 2);
     /// `COMPUTE_PGM_RSRC2.TRAP_PRESENT` (bit 6).
     pub const PGM_RSRC2_TRAP_PRESENT: Field = Field::new(0, 6, 1);
@@ -548,26 +552,34 @@ impl V9Mqd {
         zerocopy::transmute!(d)
     }
 
-    /// The ring's GPU address (`cp_hqd_pq_base_hi:lo << 8`).
+    /// The ring's GPU address (`cp_hqd_pq_base_hi:lo << 8`; bits 24-31 of
+    /// `cp_hqd_pq_base_hi` fall off the top: [`V9Mqd::load_compute`] refuses an MQD with any
+    /// of bits 8-31 set).
     pub fn pq_base(&self) -> u64 {
-        (u64::from(self.cp_hqd_pq_base_hi) << 32 | u64::from(self.cp_hqd_pq_base_lo)) << 8
+        join(self.cp_hqd_pq_base_lo, self.cp_hqd_pq_base_hi) << 8
     }
 
-    /// The ring's size in bytes from `CP_HQD_PQ_CONTROL.QUEUE_SIZE` (`4 << (QUEUE_SIZE + 1)`).
-    pub fn pq_size_bytes(&self) -> u64 {
-        4u64 << (cp_hqd::PQ_CONTROL_QUEUE_SIZE.get(&[self.cp_hqd_pq_control]) + 1)
+    /// The ring's size in bytes from `CP_HQD_PQ_CONTROL.QUEUE_SIZE` (`4 << (QUEUE_SIZE + 1)`,
+    /// that is `2^(QUEUE_SIZE + 3)`); `None` for a `QUEUE_SIZE` of 61..=63, whose ring of
+    /// 2^64 bytes or more no `u64` holds (amdkfd programs at most [`QUEUE_SIZE_MAX`]).
+    pub fn pq_size_bytes(&self) -> Option<u64> {
+        1u64.checked_shl(cp_hqd::PQ_CONTROL_QUEUE_SIZE.get(&[self.cp_hqd_pq_control]) + 3)
     }
 
     /// Where the CP reports the read pointer.
     pub fn rptr_report_addr(&self) -> u64 {
-        u64::from(self.cp_hqd_pq_rptr_report_addr_hi) << 32
-            | u64::from(self.cp_hqd_pq_rptr_report_addr_lo)
+        join(
+            self.cp_hqd_pq_rptr_report_addr_lo,
+            self.cp_hqd_pq_rptr_report_addr_hi,
+        )
     }
 
     /// Where the CP polls the write pointer.
     pub fn wptr_poll_addr(&self) -> u64 {
-        u64::from(self.cp_hqd_pq_wptr_poll_addr_hi) << 32
-            | u64::from(self.cp_hqd_pq_wptr_poll_addr_lo)
+        join(
+            self.cp_hqd_pq_wptr_poll_addr_lo,
+            self.cp_hqd_pq_wptr_poll_addr_hi,
+        )
     }
 
     /// The doorbell's dword offset, when `DOORBELL_EN` is set.
@@ -578,9 +590,19 @@ impl V9Mqd {
 
     /// The EOP buffer's GPU address (`cp_hqd_eop_base_addr_hi:lo << 8`).
     pub fn eop_base(&self) -> u64 {
-        (u64::from(self.cp_hqd_eop_base_addr_hi) << 32 | u64::from(self.cp_hqd_eop_base_addr_lo))
-            << 8
+        join(self.cp_hqd_eop_base_addr_lo, self.cp_hqd_eop_base_addr_hi) << 8
     }
+}
+
+/// `value` as the (low, high) 32-bit halves a `_lo`/`_hi` register pair holds (the kernel's
+/// `lower_32_bits`, `upper_32_bits`).
+pub const fn split(value: u64) -> (u32, u32) {
+    (value as u32, (value >> 32) as u32)
+}
+
+/// The 64-bit value of a `_lo`/`_hi` register pair.
+pub const fn join(lo: u32, hi: u32) -> u64 {
+    (hi as u64) << 32 | lo as u64
 }
 
 /// What amdkfd's v9 MQD manager reads of a user compute queue (its `struct queue_properties`,
@@ -601,13 +623,19 @@ pub struct ComputeQueueProperties {
     pub doorbell_off: u32,
     /// GPU address of the EOP buffer (`eop_ring_buffer_address`).
     pub eop_address: u64,
-    /// EOP buffer size, bytes (`eop_ring_buffer_size`; 0: none).
-    pub eop_size_bytes: u64,
+    /// EOP buffer size, bytes (`eop_ring_buffer_size`, a `u32` in amdkfd: CREATE_QUEUE's
+    /// 64-bit `eop_buffer_size` is truncated to it; 0: none).
+    pub eop_size_bytes: u32,
     /// Queue priority, 0..=15 (`priority`).
     pub priority: u32,
-    /// The process's VMID (`vmid`).
+    /// The queue's VMID (`vmid`). Under the hardware scheduler (HWS, amdkfd's default
+    /// `sched_policy`) `create_queue_cpsch` never sets it: 0, the HWS picks the VMID when it
+    /// maps the process. Only the no-HWS path (`create_queue_nocpsch`) puts one here.
     pub vmid: u32,
-    /// Whether the process has a trap handler (`tba_addr != 0`).
+    /// Whether the queue has a first-level trap handler (`tba_addr != 0`). On a dGPU with
+    /// CWSR, `kfd_process_device_init_cwsr_dgpu` sets `tba_addr` to the CWSR trap handler's
+    /// address for every process, so every queue has one (SET_TRAP_HANDLER's handler becomes
+    /// the second level, recorded in the first level's TMA).
     pub trap_handler: bool,
     /// The context save/restore (CWSR) area, when CWSR is enabled and the queue has one.
     pub ctx_save: Option<CtxSaveArea>,
@@ -633,12 +661,38 @@ pub struct CtxSaveArea {
 pub const PIPE_PRIORITY_MAP: [u32; 16] = [0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2];
 
 /// `order_base_2(n)` of the kernel: the smallest `k` with `2^k >= n` (0 for 0 and 1).
-fn order_base_2(n: u64) -> u32 {
+const fn order_base_2(n: u64) -> u32 {
     if n <= 1 {
         0
     } else {
         64 - (n - 1).leading_zeros()
     }
+}
+
+/// `cp_hqd_eop_control` as amdkfd's `update_mqd` (v9, as in linux v7.0)
+/// computes it from the EOP buffer size in bytes (`eop_ring_buffer_size`, a `u32`):
+/// `size ? min(0xA, order_base_2(size / 4) - 1) : 0`, in C `int` arithmetic. So 12 bytes
+/// give 1 (order_base_2(3) = 2), 20 give 2, 4096 give 9, 8192 and more 0xA; a size of 1..=7
+/// bytes gives `order_base_2(0 or 1) - 1 = -1`, which amdkfd stores as the dword
+/// 0xFFFF_FFFF (`EOP_SIZE` 0x3F and every reserved bit set: garbage the CP was never meant
+/// to get). This function returns that same 0xFFFF_FFFF; [`V9Mqd::load_compute`] refuses
+/// it (`EOP_SIZE` past [`EOP_SIZE_MAX`]), where the hardware would take it.
+///
+/// Kernels with `kfd_queue.c`'s `kfd_queue_acquire_buffers` (v7.0 has it) also refuse, at
+/// CREATE_QUEUE with an EOP buffer address, any size but the node's `eop_buffer_size` (4096 on gfx9) with `EINVAL`;
+/// sizes other than 4096 reach this formula only with a null EOP address.
+pub const fn eop_control(eop_size_bytes: u32) -> u32 {
+    if eop_size_bytes == 0 {
+        return 0;
+    }
+    // order_base_2 returns an int; `- 1` and min() stay in int.
+    let order = order_base_2((eop_size_bytes / 4) as u64) as i32 - 1;
+    let v = if order < EOP_SIZE_MAX as i32 {
+        order
+    } else {
+        EOP_SIZE_MAX as i32
+    };
+    v as u32
 }
 
 /// Writes the register images of a compute queue's ring, pointers, doorbell and EOP buffer
@@ -647,11 +701,14 @@ fn order_base_2(n: u64) -> u32 {
 /// `order_base_2(ring bytes / 4) - 1`; the read-pointer report and write-pointer poll
 /// addresses; `cp_hqd_pq_doorbell_control` = `doorbell_dword << 2` (nothing else: amdkfd's
 /// `update_mqd` rewrites the dword); `cp_hqd_eop_base_addr_lo/hi` = EOP >> 8;
-/// `cp_hqd_eop_control` = `min(0xA, order_base_2(EOP bytes / 8))`, 0 without an EOP buffer.
+/// `cp_hqd_eop_control` = [`eop_control`]`(eop_size_bytes)`.
 ///
 /// The bare-metal backend's `ComputeMqd` and [`V9Mqd::amdkfd_compute`] both fill these
-/// fields here. The caller checks the inputs (a ring smaller than 8 bytes gives a
-/// `QUEUE_SIZE` of 0x3F, as the kernel's arithmetic would).
+/// fields here. The caller checks the ring size: for a ring under 8 bytes the kernel's
+/// `order_base_2(size / 4) - 1` is the `int` -1, which amdkfd ORs into the whole
+/// `cp_hqd_pq_control` (0xFFFF_FFFF); here only `QUEUE_SIZE` takes its low 6 bits (0x3F),
+/// the dword's other bits kept. amdkfd never gets there: CREATE_QUEUE raises a ring under
+/// 1 KiB to 1 KiB.
 #[allow(clippy::too_many_arguments)]
 pub fn write_queue_registers(
     m: &mut V9Mqd,
@@ -661,26 +718,20 @@ pub fn write_queue_registers(
     write_ptr: u64,
     doorbell_dword: u32,
     eop: u64,
-    eop_size_bytes: u64,
+    eop_size_bytes: u32,
 ) {
     let size = order_base_2(ring_size_bytes / 4).wrapping_sub(1);
-    let mut pq = [m.cp_hqd_pq_control];
-    cp_hqd::PQ_CONTROL_QUEUE_SIZE.set(&mut pq, size);
-    m.cp_hqd_pq_control = pq[0];
-    m.cp_hqd_pq_base_lo = (ring >> 8) as u32;
-    m.cp_hqd_pq_base_hi = (ring >> 40) as u32;
-    m.cp_hqd_pq_rptr_report_addr_lo = read_ptr as u32;
-    m.cp_hqd_pq_rptr_report_addr_hi = (read_ptr >> 32) as u32;
-    m.cp_hqd_pq_wptr_poll_addr_lo = write_ptr as u32;
-    m.cp_hqd_pq_wptr_poll_addr_hi = (write_ptr >> 32) as u32;
+    m.cp_hqd_pq_control = cp_hqd::PQ_CONTROL_QUEUE_SIZE.with(m.cp_hqd_pq_control, size);
+    (m.cp_hqd_pq_base_lo, m.cp_hqd_pq_base_hi) = split(ring >> 8);
+    (
+        m.cp_hqd_pq_rptr_report_addr_lo,
+        m.cp_hqd_pq_rptr_report_addr_hi,
+    ) = split(read_ptr);
+    (m.cp_hqd_pq_wptr_poll_addr_lo, m.cp_hqd_pq_wptr_poll_addr_hi) = split(write_ptr);
+    // Unmasked, as the kernel's `doorbell_off << DOORBELL_OFFSET__SHIFT`.
     m.cp_hqd_pq_doorbell_control = doorbell_dword << cp_hqd::DOORBELL_OFFSET.shift;
-    m.cp_hqd_eop_control = if eop_size_bytes == 0 {
-        0
-    } else {
-        order_base_2(eop_size_bytes / 8).min(0xA)
-    };
-    m.cp_hqd_eop_base_addr_lo = (eop >> 8) as u32;
-    m.cp_hqd_eop_base_addr_hi = (eop >> 40) as u32;
+    m.cp_hqd_eop_control = eop_control(eop_size_bytes);
+    (m.cp_hqd_eop_base_addr_lo, m.cp_hqd_eop_base_addr_hi) = split(eop >> 8);
 }
 
 /// What a command processor takes from a compute queue's MQD when it maps the queue
@@ -707,8 +758,14 @@ pub const QUEUE_SIZE_MIN: u32 = 7;
 /// Largest `CP_HQD_PQ_CONTROL.QUEUE_SIZE` amdkfd programs: 28 (CREATE_QUEUE's ring size is a
 /// 32-bit power of two: at most 2 GiB, 2^29 dwords).
 pub const QUEUE_SIZE_MAX: u32 = 28;
-/// Largest `CP_HQD_EOP_CONTROL.EOP_SIZE` amdkfd programs (its `update_mqd` clamps to 0xA).
+/// Largest `CP_HQD_EOP_CONTROL.EOP_SIZE` amdkfd programs for an EOP buffer of 8 bytes or
+/// more: its `update_mqd` clamps to 0xA (2048 dwords), the per-SE EOP-done count being 8 bits
+/// (`kfd_mqd_manager_v9.c`'s comment).
 pub const EOP_SIZE_MAX: u32 = 0xA;
+
+/// The dwords of `compute_static_thread_mgmt_se0..7` (`v9_structs.h`), engine order: the one
+/// list [`V9Mqd::set_cu_masks`] and [`V9Mqd::cu_masks`] go through.
+pub const CU_MASK_DWORDS: [usize; 8] = [23, 24, 26, 27, 39, 40, 41, 42];
 
 impl V9Mqd {
     /// The MQD amdkfd makes for the user compute queue `p` on a gfx9 GPU other than GC 9.4.3,
@@ -724,49 +781,39 @@ impl V9Mqd {
     /// context save area's address, size and control stack size (offsets = size). Then
     /// [`V9Mqd::amdkfd_update_compute`].
     pub fn amdkfd_compute(p: &ComputeQueueProperties) -> V9Mqd {
+        use cp_hqd::*;
         let mut m = V9Mqd {
             header: 0xC031_0800,
             compute_pipelinestat_enable: 1,
-            compute_static_thread_mgmt_se0: u32::MAX,
-            compute_static_thread_mgmt_se1: u32::MAX,
-            compute_static_thread_mgmt_se2: u32::MAX,
-            compute_static_thread_mgmt_se3: u32::MAX,
-            compute_static_thread_mgmt_se4: u32::MAX,
-            compute_static_thread_mgmt_se5: u32::MAX,
-            compute_static_thread_mgmt_se6: u32::MAX,
-            compute_static_thread_mgmt_se7: u32::MAX,
             ..V9Mqd::default()
         };
-        let mut persistent = [0];
-        cp_hqd::PERSISTENT_STATE_PRELOAD_REQ.set(&mut persistent, 1);
-        cp_hqd::PERSISTENT_STATE_PRELOAD_SIZE.set(&mut persistent, 0x53);
-        let mut pq = [0];
-        cp_hqd::PQ_CONTROL_RPTR_BLOCK_SIZE.set(&mut pq, 5);
-        cp_hqd::PQ_CONTROL_UNORD_DISPATCH.set(&mut pq, 1);
-        m.cp_hqd_pq_control = pq[0];
-        m.cp_mqd_control = 1 << cp_hqd::MQD_CONTROL_PRIV_STATE.shift;
-        m.cp_mqd_base_addr_lo = p.mqd_address as u32;
-        m.cp_mqd_base_addr_hi = (p.mqd_address >> 32) as u32;
-        m.cp_hqd_quantum = 1 << cp_hqd::QUANTUM_EN.shift
-            | 1 << cp_hqd::QUANTUM_SCALE.shift
-            | 1 << cp_hqd::QUANTUM_DURATION.shift;
+        m.set_cu_masks([u32::MAX; 8]);
+        m.cp_hqd_persistent_state =
+            PERSISTENT_STATE_PRELOAD_SIZE.with(PERSISTENT_STATE_PRELOAD_REQ.with(0, 1), 0x53);
+        m.cp_hqd_pq_control =
+            PQ_CONTROL_UNORD_DISPATCH.with(PQ_CONTROL_RPTR_BLOCK_SIZE.with(0, 5), 1);
+        m.cp_mqd_control = MQD_CONTROL_PRIV_STATE.with(0, 1);
+        (m.cp_mqd_base_addr_lo, m.cp_mqd_base_addr_hi) = split(p.mqd_address);
+        m.cp_hqd_quantum = QUANTUM_DURATION.with(QUANTUM_SCALE.with(QUANTUM_EN.with(0, 1), 1), 1);
         m.cp_hqd_hq_status0 = 1 << 14;
         if p.aql {
-            m.cp_hqd_aql_control = 1 << cp_hqd::AQL_CONTROL0.shift;
+            m.cp_hqd_aql_control = AQL_CONTROL0.with(0, 1);
         }
         if p.trap_handler {
-            m.compute_pgm_rsrc2 |= 1 << cp_hqd::PGM_RSRC2_TRAP_PRESENT.shift;
+            m.compute_pgm_rsrc2 = PGM_RSRC2_TRAP_PRESENT.with(m.compute_pgm_rsrc2, 1);
         }
         if let Some(c) = p.ctx_save {
-            cp_hqd::PERSISTENT_STATE_QSWITCH_MODE.set(&mut persistent, 1);
-            m.cp_hqd_ctx_save_base_addr_lo = c.address as u32;
-            m.cp_hqd_ctx_save_base_addr_hi = (c.address >> 32) as u32;
+            m.cp_hqd_persistent_state =
+                PERSISTENT_STATE_QSWITCH_MODE.with(m.cp_hqd_persistent_state, 1);
+            (
+                m.cp_hqd_ctx_save_base_addr_lo,
+                m.cp_hqd_ctx_save_base_addr_hi,
+            ) = split(c.address);
             m.cp_hqd_ctx_save_size = c.size_bytes;
             m.cp_hqd_cntl_stack_size = c.ctl_stack_size_bytes;
             m.cp_hqd_cntl_stack_offset = c.ctl_stack_size_bytes;
             m.cp_hqd_wg_state_offset = c.ctl_stack_size_bytes;
         }
-        m.cp_hqd_persistent_state = persistent[0];
         m.amdkfd_update_compute(p);
         m
     }
@@ -778,7 +825,9 @@ impl V9Mqd {
     /// `cp_hqd_pq_control` and `DOORBELL_BIF_DROP` in the doorbell control;
     /// `cp_hqd_ctx_save_control` 0 with a context save area; `cp_hqd_pipe_priority` from
     /// [`PIPE_PRIORITY_MAP`] (a priority past 15 is taken as 15; CREATE_QUEUE refuses one).
-    /// Today's amdkfd no longer writes `cp_hqd_queue_priority` (it stays 0).
+    /// `cp_hqd_queue_priority` stays 0, as in linux v7.0: commit 73463e26f7e2 ("drm/amdkfd:
+    /// Disable MQD queue priority", merged for v7.0-rc1) stopped `set_priority` writing the
+    /// queue priority there; v6.19 and earlier wrote `q->priority`.
     pub fn amdkfd_update_compute(&mut self, p: &ComputeQueueProperties) {
         let m = self;
         write_queue_registers(
@@ -791,51 +840,40 @@ impl V9Mqd {
             p.eop_address,
             p.eop_size_bytes,
         );
-        m.cp_hqd_ib_control = 3 << cp_hqd::IB_CONTROL_MIN_IB_AVAIL_SIZE.shift
-            | 1 << cp_hqd::IB_CONTROL_IB_EXE_DISABLE.shift;
+        use cp_hqd::*;
+        m.cp_hqd_ib_control =
+            IB_CONTROL_IB_EXE_DISABLE.with(IB_CONTROL_MIN_IB_AVAIL_SIZE.with(0, 3), 1);
         m.cp_hqd_iq_timer = 0;
         m.cp_hqd_vmid = p.vmid;
         if p.aql {
-            let mut pq = [m.cp_hqd_pq_control];
-            cp_hqd::PQ_CONTROL_NO_UPDATE_RPTR.set(&mut pq, 1);
-            cp_hqd::PQ_CONTROL_SLOT_BASED_WPTR.set(&mut pq, 2);
-            cp_hqd::PQ_CONTROL_QUEUE_FULL_EN.set(&mut pq, 1);
-            cp_hqd::PQ_CONTROL_WPP_CLAMP_EN.set(&mut pq, 1);
-            m.cp_hqd_pq_control = pq[0];
-            m.cp_hqd_pq_doorbell_control |= 1 << cp_hqd::DOORBELL_BIF_DROP.shift;
+            let pq = PQ_CONTROL_NO_UPDATE_RPTR.with(m.cp_hqd_pq_control, 1);
+            let pq = PQ_CONTROL_SLOT_BASED_WPTR.with(pq, 2);
+            let pq = PQ_CONTROL_QUEUE_FULL_EN.with(pq, 1);
+            m.cp_hqd_pq_control = PQ_CONTROL_WPP_CLAMP_EN.with(pq, 1);
+            m.cp_hqd_pq_doorbell_control = DOORBELL_BIF_DROP.with(m.cp_hqd_pq_doorbell_control, 1);
         }
         if p.ctx_save.is_some() {
             m.cp_hqd_ctx_save_control = 0;
         }
-        m.cp_hqd_pipe_priority = PIPE_PRIORITY_MAP[p.priority.min(15) as usize];
+        m.cp_hqd_pipe_priority =
+            PIPE_PRIORITY.with(0, PIPE_PRIORITY_MAP[p.priority.min(15) as usize]);
     }
 
     /// amdkfd's `update_cu_mask` (v9): the per-engine CU enable masks (`se_mask`, as
     /// `mqd_symmetrically_map_cu_mask` mapped the user's mask) into
     /// `compute_static_thread_mgmt_se0..7`.
     pub fn set_cu_masks(&mut self, se_mask: [u32; 8]) {
-        self.compute_static_thread_mgmt_se0 = se_mask[0];
-        self.compute_static_thread_mgmt_se1 = se_mask[1];
-        self.compute_static_thread_mgmt_se2 = se_mask[2];
-        self.compute_static_thread_mgmt_se3 = se_mask[3];
-        self.compute_static_thread_mgmt_se4 = se_mask[4];
-        self.compute_static_thread_mgmt_se5 = se_mask[5];
-        self.compute_static_thread_mgmt_se6 = se_mask[6];
-        self.compute_static_thread_mgmt_se7 = se_mask[7];
+        let bytes = self.as_mut_bytes();
+        for (d, v) in CU_MASK_DWORDS.into_iter().zip(se_mask) {
+            bytes[4 * d..4 * d + 4].copy_from_slice(&v.to_ne_bytes());
+        }
     }
 
     /// The per-engine CU enable masks `compute_static_thread_mgmt_se0..7`.
     pub fn cu_masks(&self) -> [u32; 8] {
-        [
-            self.compute_static_thread_mgmt_se0,
-            self.compute_static_thread_mgmt_se1,
-            self.compute_static_thread_mgmt_se2,
-            self.compute_static_thread_mgmt_se3,
-            self.compute_static_thread_mgmt_se4,
-            self.compute_static_thread_mgmt_se5,
-            self.compute_static_thread_mgmt_se6,
-            self.compute_static_thread_mgmt_se7,
-        ]
+        let b = self.as_bytes();
+        CU_MASK_DWORDS
+            .map(|d| u32::from_ne_bytes([b[4 * d], b[4 * d + 1], b[4 * d + 2], b[4 * d + 3]]))
     }
 
     /// What a command processor takes from this MQD when it maps a compute queue whose
@@ -849,7 +887,8 @@ impl V9Mqd {
     /// [`Status::InvalidQueueCreation`](crate::Status::InvalidQueueCreation) naming the field,
     /// for an MQD amdkfd never produces: `CP_HQD_PQ_CONTROL.QUEUE_SIZE` outside
     /// [`QUEUE_SIZE_MIN`]..=[`QUEUE_SIZE_MAX`]; a null ring (`cp_hqd_pq_base`) or one past a
-    /// 48-bit address; `CP_HQD_AQL_CONTROL.CONTROL0` that does not match the queue's format;
+    /// 48-bit address (any of bits 8-31 of `cp_hqd_pq_base_hi` set); a `cp_hqd_aql_control`
+    /// other than 0 and `CONTROL0` = 1, or one that does not match the queue's format;
     /// `DOORBELL_OFFSET` outside `doorbells`; a null read-pointer report or write-pointer poll
     /// address; `EOP_SIZE` past [`EOP_SIZE_MAX`].
     pub fn load_compute(
@@ -868,17 +907,37 @@ impl V9Mqd {
                 self.cp_hqd_pq_control
             );
         }
-        let ring = self.pq_base();
-        if ring == 0 || ring >> 48 != 0 {
+        // hi:lo << 8 is 48 bits when hi < 2^8; checked on hi itself, before the shift drops
+        // its bits 24-31.
+        if self.cp_hqd_pq_base_hi >> 8 != 0 {
             crate::bail!(
                 bad,
-                "MQD cp_hqd_pq_base_hi:lo {:#x}:{:#x}: ring address {ring:#x} is null or past \
-                 the 48-bit GPU virtual address space",
+                "MQD cp_hqd_pq_base_hi {:#x}: the ring address (cp_hqd_pq_base_hi:lo << 8) is \
+                 past the 48-bit GPU virtual address space",
+                self.cp_hqd_pq_base_hi
+            );
+        }
+        let ring = self.pq_base();
+        if ring == 0 {
+            crate::bail!(
+                bad,
+                "MQD cp_hqd_pq_base_hi:lo {:#x}:{:#x}: ring address {ring:#x} is null",
                 self.cp_hqd_pq_base_hi,
                 self.cp_hqd_pq_base_lo
             );
         }
-        let control0 = cp_hqd::AQL_CONTROL0.get(&[self.cp_hqd_aql_control]) != 0;
+        // amdkfd writes 1 << CONTROL0__SHIFT (AQL) or nothing (PM4): any other value of the
+        // dword is one it never produces.
+        let aql_on = cp_hqd::AQL_CONTROL0.with(0, 1);
+        if self.cp_hqd_aql_control != 0 && self.cp_hqd_aql_control != aql_on {
+            crate::bail!(
+                bad,
+                "MQD cp_hqd_aql_control {:#x}: amdkfd writes 0 (PM4) or {aql_on:#x} (AQL, \
+                 CONTROL0)",
+                self.cp_hqd_aql_control
+            );
+        }
+        let control0 = self.cp_hqd_aql_control == aql_on;
         if control0 != aql {
             crate::bail!(
                 bad,
@@ -914,9 +973,11 @@ impl V9Mqd {
                 self.cp_hqd_eop_control
             );
         }
+        // QUEUE_SIZE <= QUEUE_SIZE_MAX (checked above): 2^31 bytes at most.
+        let ring_size_bytes = self.pq_size_bytes().unwrap_or(0);
         Ok(HqdQueue {
             ring,
-            ring_size_bytes: self.pq_size_bytes(),
+            ring_size_bytes,
             read_ptr,
             write_ptr,
             doorbell_dword: db,
@@ -1154,6 +1215,15 @@ const _: () = {
     assert!(offset_of!(V9Mqd, queue_doorbell_id14) == dword(254));
     assert!(offset_of!(V9Mqd, queue_doorbell_id15) == dword(255));
     assert!(offset_of!(V9Mqd, reserved_256) == dword(256));
+    // CU_MASK_DWORDS names the eight compute_static_thread_mgmt_se* fields, in order.
+    assert!(offset_of!(V9Mqd, compute_static_thread_mgmt_se0) == dword(CU_MASK_DWORDS[0]));
+    assert!(offset_of!(V9Mqd, compute_static_thread_mgmt_se1) == dword(CU_MASK_DWORDS[1]));
+    assert!(offset_of!(V9Mqd, compute_static_thread_mgmt_se2) == dword(CU_MASK_DWORDS[2]));
+    assert!(offset_of!(V9Mqd, compute_static_thread_mgmt_se3) == dword(CU_MASK_DWORDS[3]));
+    assert!(offset_of!(V9Mqd, compute_static_thread_mgmt_se4) == dword(CU_MASK_DWORDS[4]));
+    assert!(offset_of!(V9Mqd, compute_static_thread_mgmt_se5) == dword(CU_MASK_DWORDS[5]));
+    assert!(offset_of!(V9Mqd, compute_static_thread_mgmt_se6) == dword(CU_MASK_DWORDS[6]));
+    assert!(offset_of!(V9Mqd, compute_static_thread_mgmt_se7) == dword(CU_MASK_DWORDS[7]));
 };
 
 #[cfg(test)]
@@ -1176,7 +1246,7 @@ mod tests {
         let m = V9Mqd::from_dwords(d);
         assert_eq!(m.cp_hqd_pq_base_lo, 0x0123_4567);
         assert_eq!(m.pq_base(), 0x1_2345_6700);
-        assert_eq!(m.pq_size_bytes(), 4096);
+        assert_eq!(m.pq_size_bytes(), Some(4096));
         assert_eq!(m.rptr_report_addr(), 0x7_0000_0080);
         assert_eq!(m.wptr_poll_addr(), 0x7_0000_0038);
         assert_eq!(m.doorbell_dword_offset(), Some(6));
@@ -1186,6 +1256,130 @@ mod tests {
         let mut off = m;
         off.cp_hqd_pq_doorbell_control = 0x18;
         assert_eq!(off.doorbell_dword_offset(), None);
+    }
+
+    /// `eop_control` against amdkfd's `size ? min(0xA, order_base_2(size / 4) - 1) : 0`,
+    /// worked out by hand: 0 -> 0; 4 -> ob2(1) - 1 = -1 -> 0xFFFF_FFFF (as is 7: ob2(1));
+    /// 8 -> ob2(2) - 1 = 0; 12 -> ob2(3) - 1 = 1; 16 -> ob2(4) - 1 = 1; 20 -> ob2(5) - 1 = 2;
+    /// 4096 -> ob2(1024) - 1 = 9; 6000 -> ob2(1500) - 1 = 10; 8192 -> 10; 2^31 -> 28, clamped
+    /// to 0xA; u32::MAX -> ob2(2^30 - 1) - 1 = 29 -> 0xA.
+    #[test]
+    fn eop_control_follows_amdkfd_int_arithmetic() {
+        let cases = [
+            (0, 0),
+            (4, 0xFFFF_FFFF),
+            (7, 0xFFFF_FFFF),
+            (8, 0),
+            (12, 1),
+            (16, 1),
+            (20, 2),
+            (4096, 9),
+            (6000, 0xA),
+            (8192, 0xA),
+            (1 << 31, 0xA),
+            (u32::MAX, 0xA),
+        ];
+        for (size, want) in cases {
+            assert_eq!(eop_control(size), want, "EOP size {size}");
+        }
+    }
+
+    /// `pq_size_bytes` is total: QUEUE_SIZE 60 is 2^63 bytes, 61..=63 have no u64 size.
+    #[test]
+    fn pq_size_bytes_is_total() {
+        let m = |q: u32| V9Mqd {
+            cp_hqd_pq_control: 0x0800_0500 | q,
+            ..V9Mqd::default()
+        };
+        assert_eq!(m(0).pq_size_bytes(), Some(8));
+        assert_eq!(m(28).pq_size_bytes(), Some(1 << 31));
+        assert_eq!(m(60).pq_size_bytes(), Some(1 << 63));
+        for q in 61..=63 {
+            assert_eq!(m(q).pq_size_bytes(), None, "QUEUE_SIZE {q}");
+        }
+    }
+
+    /// `amdkfd_compute`'s dwords for one AQL queue, each worked out by hand from amdkfd's
+    /// rule (not read back through the accessors that share the writer's encoding): ring
+    /// 0x7f12_3456_7800, 64 KiB; read pointer 0x7f00_0001_0080, write pointer
+    /// 0x7f00_0001_0038; doorbell dword 0x46; EOP 0x7f00_0002_0000, 4 KiB; priority 13; MQD at
+    /// 0x1234_5678_9abc; context save area 0x7f00_0003_0000, 0x5000 bytes, control stack
+    /// 0x1000.
+    #[test]
+    fn amdkfd_compute_dwords_by_hand() {
+        let p = ComputeQueueProperties {
+            aql: true,
+            queue_address: 0x7f12_3456_7800,
+            queue_size_bytes: 65536,
+            read_ptr: 0x7f00_0001_0080,
+            write_ptr: 0x7f00_0001_0038,
+            doorbell_off: 0x46,
+            eop_address: 0x7f00_0002_0000,
+            eop_size_bytes: 4096,
+            priority: 13,
+            vmid: 0,
+            trap_handler: true,
+            ctx_save: Some(CtxSaveArea {
+                address: 0x7f00_0003_0000,
+                size_bytes: 0x5000,
+                ctl_stack_size_bytes: 0x1000,
+            }),
+            mqd_address: 0x1234_5678_9abc,
+        };
+        let d = V9Mqd::amdkfd_compute(&p).dwords();
+        let want: &[(usize, u32)] = &[
+            (0, 0xC031_0800),
+            (11, 1),
+            (20, 0x40),
+            (23, 0xFFFF_FFFF),
+            (24, 0xFFFF_FFFF),
+            (26, 0xFFFF_FFFF),
+            (27, 0xFFFF_FFFF),
+            (39, 0xFFFF_FFFF),
+            (40, 0xFFFF_FFFF),
+            (41, 0xFFFF_FFFF),
+            (42, 0xFFFF_FFFF),
+            // MQD address: lo 0x5678_9abc, hi 0x1234.
+            (128, 0x5678_9abc),
+            (129, 0x1234),
+            // PRELOAD_REQ 1 | 0x53 << 8 = 0x5301, | QSWITCH_MODE 1 << 30.
+            (132, 0x4000_5301),
+            // pipe_priority_map[13] = HIGH (2).
+            (133, 2),
+            // QUANTUM_EN | 1 << 4 | 1 << 8.
+            (135, 0x111),
+            // 0x7f12_3456_7800 >> 8 = 0x7f_1234_5678.
+            (136, 0x1234_5678),
+            (137, 0x7f),
+            (139, 0x0001_0080),
+            (140, 0x7f00),
+            (141, 0x0001_0038),
+            (142, 0x7f00),
+            // 0x46 << 2 = 0x118, | BIF_DROP 2.
+            (143, 0x11a),
+            // 64 KiB = 2^14 dwords -> 13 = 0xd; | 5 << 8 | 1 << 14 | 1 << 16 | 2 << 25 |
+            // 1 << 27 | 1 << 28 = 0x1C01_4500 | 0xd.
+            (145, 0x1C01_450D),
+            // 3 << 20 | 1 << 23.
+            (149, 0x00B0_0000),
+            (160, 0x4000),
+            (162, 0x100),
+            // 0x7f00_0002_0000 >> 8 = 0x7f_0000_0200.
+            (165, 0x200),
+            (166, 0x7f),
+            (167, 9),
+            (171, 0x0003_0000),
+            (172, 0x7f00),
+            (174, 0x1000),
+            (175, 0x1000),
+            (176, 0x1000),
+            (177, 0x5000),
+            (181, 1),
+        ];
+        for (i, &v) in d.iter().enumerate() {
+            let expected = want.iter().find(|w| w.0 == i).map_or(0, |w| w.1);
+            assert_eq!(v, expected, "dword {i}: {v:#x} != {expected:#x}");
+        }
     }
 
     /// The CP refuses an MQD amdkfd never produces, naming the field: each case breaks one
@@ -1248,6 +1442,29 @@ mod tests {
             "ring address 0x0 is null",
         );
         refused(&|m| m.cp_hqd_pq_base_hi = 0x100, true, "cp_hqd_pq_base");
+        // Junk in bits 24-31 of cp_hqd_pq_base_hi, which `<< 8` would drop: still refused.
+        refused(
+            &|m| m.cp_hqd_pq_base_hi |= 0x8000_0000,
+            true,
+            "MQD cp_hqd_pq_base_hi 0x8000007f",
+        );
+        // CP_HQD_AQL_CONTROL 2 (CONTROL0 bit 0 clear): amdkfd writes only 0 or 1; not PM4.
+        refused(
+            &|m| m.cp_hqd_aql_control = 2,
+            false,
+            "cp_hqd_aql_control 0x2: amdkfd writes 0 (PM4) or 0x1 (AQL",
+        );
+        refused(
+            &|m| m.cp_hqd_aql_control = 3,
+            true,
+            "cp_hqd_aql_control 0x3: amdkfd writes 0",
+        );
+        // amdkfd's 0xFFFF_FFFF for a 1..=7-byte EOP buffer.
+        refused(
+            &|m| m.cp_hqd_eop_control = eop_control(4),
+            true,
+            "EOP_SIZE 0x3f",
+        );
         refused(
             &|m| m.cp_hqd_aql_control = 0,
             true,

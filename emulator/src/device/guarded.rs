@@ -292,8 +292,8 @@ mod tests {
     #[test]
     fn inaccessible_memory_faults_instead_of_crashing() {
         let len = 4096usize;
-        // SAFETY: a fresh anonymous mapping of our own, unmapped below before the accesses
-        // that test the fault; nothing else uses it.
+        // SAFETY: a fresh anonymous mapping of our own, made PROT_NONE below before the
+        // accesses that test the fault and unmapped at the end; nothing else uses it.
         let p = unsafe {
             rustix::mm::mmap_anonymous(
                 std::ptr::null_mut(),

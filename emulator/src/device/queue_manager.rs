@@ -87,25 +87,29 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
         .allocs
         .write()
         .unwrap_or_else(PoisonError::into_inner);
-    allocs
+    let ring_region = allocs
         .device_region(gpu.gpu_id, a.ring_base_address, u64::from(a.ring_size))
         .ok_or(Errno::INVAL)?;
-    allocs
+    let queue_region = allocs
         .device_region(gpu.gpu_id, amd_queue, 256)
         .ok_or(Errno::FAULT)?;
     let mut queues = lock(&device.queues);
     let qid = free_queue_id(&queues, gpu)?;
     let ctl = new_ctl(gpu, a);
-    let props = compute_properties(device, gpu, a, qid, true)?;
-    // The CP runs the queue from its MQD: ring, pointers and doorbell come from there.
-    let hqd = load_mqd(&ctl, &props)?;
-    let amd_queue = hqd.write_ptr.wrapping_sub(56);
-    let ring_region = allocs
-        .device_region(gpu.gpu_id, hqd.ring, hqd.ring_size_bytes)
-        .ok_or(Errno::INVAL)?;
-    let queue_region = allocs
-        .device_region(gpu.gpu_id, amd_queue, 256)
-        .ok_or(Errno::FAULT)?;
+    let props = compute_properties(a, qid, true)?;
+    // The CP runs the queue from its MQD: ring, pointers and doorbell come from there. The
+    // MQD holds what CREATE_QUEUE gave (the regions checked above); a CP that read another
+    // ring or amd_queue_t from it would be a bug of the MQD's encoding.
+    let hqd = load_mqd("CREATE_QUEUE", &ctl, &props)?;
+    if (
+        hqd.ring,
+        hqd.ring_size_bytes,
+        hqd.write_ptr.wrapping_sub(56),
+    ) != (a.ring_base_address, u64::from(a.ring_size), amd_queue)
+    {
+        log::warn!("CREATE_QUEUE: the MQD's ring or amd_queue_t differs from the arguments");
+        return Err(Errno::INVAL);
+    }
     let consumer = mem::ring_consumer(ring_region, (hqd.ring_size_bytes / 64) as u32, queue_region)
         .ok_or(Errno::INVAL)?;
     let mut processor = PacketProcessor::new(consumer);
@@ -167,8 +171,8 @@ fn create_pm4_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(),
     let mut queues = lock(&device.queues);
     let qid = free_queue_id(&queues, gpu)?;
     let ctl = new_ctl(gpu, a);
-    let props = compute_properties(device, gpu, a, qid, false)?;
-    let hqd = load_mqd(&ctl, &props)?;
+    let props = compute_properties(a, qid, false)?;
+    let hqd = load_mqd("CREATE_QUEUE", &ctl, &props)?;
     let cp = Pm4Thread {
         device: device.clone(),
         ctl: ctl.clone(),
@@ -255,8 +259,14 @@ pub(super) fn new_doorbell(gpu: &Gpu, qid: u32) -> Result<Region, Errno> {
 }
 
 /// Queue `qid`'s doorbell as a dword offset in the GPU's doorbell aperture (amdkfd's
-/// `doorbell_off`, which the MQD's `DOORBELL_OFFSET` holds): the process's doorbell page is
-/// the aperture's first, and queue `qid` has its 64-bit doorbell at byte `qid * 8`.
+/// `doorbell_off`, which the MQD's `DOORBELL_OFFSET` holds): `2 * qid`.
+///
+/// A modelling choice, not amdkfd's numbering: amdkfd gives the process a doorbell page of
+/// its own somewhere in the BAR (`kfd_get_doorbell_dw_offset_in_bar`: the page's index in the
+/// BAR, times its dwords, plus the doorbell id's), and takes the doorbell id from the
+/// process's doorbell bitmap. The emulated GPU has one process, whose page is the aperture's
+/// first, and uses the queue id as the doorbell id: queue `qid` has its 64-bit doorbell at
+/// byte `qid * 8` of the page, the offset CREATE_QUEUE returns.
 pub(super) fn doorbell_dword(qid: u32) -> u32 {
     qid.saturating_mul(2)
 }
@@ -283,13 +293,16 @@ pub(super) fn doorbell_at(gpu: &Gpu, dword: u32) -> Result<Region, Errno> {
 
 /// The properties amdkfd gives a new compute queue `qid` of CREATE_QUEUE `a` (AQL when
 /// `aql`, else PM4) for its MQD: the ring, pointers, EOP buffer, priority and context save
-/// area of `a`; the doorbell [`doorbell_dword`]; VMID 8 (the first of amdkfd's compute VMIDs,
-/// the one the CP launches waves with); a trap handler when SET_TRAP_HANDLER set one on the
-/// GPU; CWSR enabled, as amdkfd on a gfx9 dGPU. `EINVAL` for a ring not 256-byte aligned: the
-/// MQD keeps its address >> 8 (`cp_hqd_pq_base`), the CP would run another ring.
+/// area of `a` (the EOP size truncated to 32 bits, as amdkfd's `u32 eop_ring_buffer_size`
+/// takes the ioctl's 64-bit `eop_buffer_size`); the doorbell [`doorbell_dword`]; VMID 0: on
+/// a gfx9 dGPU amdkfd runs the hardware scheduler (`sched_policy` 0, HWS), whose
+/// `create_queue_cpsch` never assigns a VMID (the HWS picks one when it maps the process);
+/// a first-level trap handler on every queue (CWSR is on, and on a dGPU
+/// `kfd_process_device_init_cwsr_dgpu` points every process's `tba_addr` at the CWSR trap
+/// handler; SET_TRAP_HANDLER only adds a second level). `EINVAL` for a ring not 256-byte
+/// aligned: the MQD keeps its address >> 8 (`cp_hqd_pq_base`), the CP would run another
+/// ring.
 fn compute_properties(
-    device: &Device,
-    gpu: &Gpu,
     a: &CreateQueueArgs,
     qid: u32,
     aql: bool,
@@ -302,9 +315,6 @@ fn compute_properties(
         );
         return Err(Errno::INVAL);
     }
-    let tba = lock(&device.trap_handlers)
-        .get(&gpu.gpu_id)
-        .map_or(0, |&(tba, _)| tba);
     Ok(ComputeQueueProperties {
         aql,
         queue_address: a.ring_base_address,
@@ -313,10 +323,10 @@ fn compute_properties(
         write_ptr: a.write_pointer_address,
         doorbell_off: doorbell_dword(qid),
         eop_address: a.eop_buffer_address,
-        eop_size_bytes: a.eop_buffer_size,
+        eop_size_bytes: a.eop_buffer_size as u32,
         priority: a.queue_priority,
-        vmid: 8,
-        trap_handler: tba != 0,
+        vmid: 0,
+        trap_handler: true,
         ctx_save: (a.ctx_save_restore_address != 0).then_some(CtxSaveArea {
             address: a.ctx_save_restore_address,
             size_bytes: a.ctx_save_restore_size,
@@ -328,20 +338,30 @@ fn compute_properties(
 
 /// Fills the queue's MQD from `props` as amdkfd's `init_mqd` and `update_mqd` do
 /// ([`V9Mqd::amdkfd_compute`]; its own address is where the device keeps it) and maps it as
-/// the CP does ([`V9Mqd::load_compute`]): what the queue runs from. `EINVAL` (the reason
-/// logged, naming the MQD field) for an MQD the CP refuses.
-fn load_mqd(ctl: &QueueCtl, props: &ComputeQueueProperties) -> Result<HqdQueue, Errno> {
+/// the CP does ([`map_mqd`]): what the queue runs from. `EINVAL` (the reason logged under
+/// `ioctl`, naming the MQD field) for an MQD the CP refuses.
+fn load_mqd(
+    ioctl: &str,
+    ctl: &QueueCtl,
+    props: &ComputeQueueProperties,
+) -> Result<HqdQueue, Errno> {
     let mut mqd = lock(&ctl.mqd);
     let props = ComputeQueueProperties {
         mqd_address: &*mqd as *const V9Mqd as u64,
         ..*props
     };
     *mqd = V9Mqd::amdkfd_compute(&props);
-    mqd.load_compute(doorbell_page_dwords(), props.aql)
-        .map_err(|e| {
-            log::warn!("CREATE_QUEUE: {}", e.detail());
-            Errno::INVAL
-        })
+    map_mqd(ioctl, &mqd, props.aql)
+}
+
+/// What the CP takes from `mqd` when it maps the queue ([`V9Mqd::load_compute`], the
+/// doorbell in the process's page): `EINVAL` for an MQD it refuses, the reason (naming the
+/// MQD field) logged under `ioctl`.
+fn map_mqd(ioctl: &str, mqd: &V9Mqd, aql: bool) -> Result<HqdQueue, Errno> {
+    mqd.load_compute(doorbell_page_dwords(), aql).map_err(|e| {
+        log::warn!("{ioctl}: {}", e.detail());
+        Errno::INVAL
+    })
 }
 
 /// A new queue's controls: inactive when its percentage is 0 (amdkfd's `QUEUE_IS_ACTIVE`),
@@ -463,12 +483,7 @@ pub(crate) fn update_queue(device: &Arc<Device>, a: &mut UpdateQueueArgs) -> Res
         let mut mqd = lock(&q.ctl.mqd);
         let mut updated = *mqd;
         updated.amdkfd_update_compute(&props);
-        updated
-            .load_compute(doorbell_page_dwords(), props.aql)
-            .map_err(|e| {
-                log::warn!("UPDATE_QUEUE: {}", e.detail());
-                Errno::INVAL
-            })?;
+        map_mqd("UPDATE_QUEUE", &updated, props.aql)?;
         *mqd = updated;
     }
     q.ctl

@@ -8,8 +8,8 @@ use hsa_baremetal::ih::IhRing;
 use hsa_baremetal::irq::{EventTable, InterruptHandler};
 use hsa_baremetal::mmio::MmioRegion;
 use hsa_baremetal::mqd::{
-    ComputeMqd, MqdParams, AQL_CONTROL_CONTROL0, DOORBELL_EN, EOP_SIZE_MAX_FIELD,
-    PQ_CONTROL_NO_UPDATE_RPTR, RPTR_BLOCK_SIZE,
+    ComputeMqd, MqdParams, AQL_CONTROL_CONTROL0, DOORBELL_EN, PQ_CONTROL_NO_UPDATE_RPTR,
+    RPTR_BLOCK_SIZE,
 };
 use hsa_core::{DoorbellIndex, GpuVa, Status};
 use hsa_emu::device::drm::{
@@ -124,7 +124,7 @@ pub fn mqd(data: &[u8]) {
     let eop_dwords_log2 = (p.eop_size_bytes / 4).trailing_zeros();
     assert_eq!(
         m.cp_hqd_eop_control,
-        (eop_dwords_log2 - 1).min(EOP_SIZE_MAX_FIELD)
+        (eop_dwords_log2 - 1).min(hsa_core::wire::mqd::EOP_SIZE_MAX)
     );
 }
 
