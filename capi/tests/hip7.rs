@@ -229,8 +229,8 @@ fn hipblas7_sgemm_verifies_on_this_library() {
     }
 }
 
-/// rocBLAS 7.2.4's own tests of three Tensile GEMMs pass on this library (emulated gfx90a,
-/// sramecc+), each once broken by a different fault, found by tracing the kernel:
+/// rocBLAS 7.2.4's own tests of three Tensile GEMMs pass on this library (emulated gfx90a and
+/// gfx942, both sramecc+), each once broken by a different fault, found by tracing the kernel:
 /// - `quick_gemm_64_1_4_5_8_f32_r_NN` (an MFMA SGEMM): it reads the rows of A past K through
 ///   the SGPR offset of a raw buffer and needs them to read 0; the range check ignored the
 ///   SGPR offset, so it read rocBLAS's guard NaNs and its result was NaN;
@@ -254,7 +254,8 @@ fn rocblas7_tensile_gemms_pass_on_this_library() {
 
 /// rocFFT 7.2.4's real-to-complex accuracy tests of lengths 32, 64 and 128 (single and
 /// double precision, in and out of place, batches 1 to 4: 38 cases with `--seed 1`) pass on
-/// this library against FFTW. They failed with errors of up to 4 against a bound of 0.0007: the
+/// this library against FFTW, on emulated gfx90a and gfx942 (rocFFT builds its kernels for
+/// the device with hiprtc). They failed with errors of up to 4 against a bound of 0.0007: the
 /// post-processing step reads `Z[N - k]` at a negative DS base folded into the offset
 /// (`ds_read_b64 v[4:5], v6 offset:256` with `v6 = -8`), which wraps at 32 bits on the GPU
 /// and read 0 in the interpreter.
@@ -275,9 +276,9 @@ fn rocfft7_real_to_complex_passes_on_this_library() {
 }
 
 /// Runs one of ROCm 7.2.4's gtest binaries (an absolute path inside the chroot) on this
-/// library with the built-in profile, and checks that it exits 0 having passed exactly
-/// `passed` tests. Says `skipped:` (via [`hsa_test_support::rocm7::chroot`]) when the chroot,
-/// the binary or HIP 7 is missing.
+/// library, on the built-in profile (emulated gfx90a) and on the gfx942 one, and checks that
+/// each run exits 0 having passed exactly `passed` tests. Says `skipped:` (via
+/// [`hsa_test_support::rocm7::chroot`]) when the chroot, the binary or HIP 7 is missing.
 fn run_gtest(binary: &str, args: &[&str], passed: usize) {
     let in_root = binary.trim_start_matches('/');
     let Some(root) =
@@ -285,12 +286,14 @@ fn run_gtest(binary: &str, args: &[&str], passed: usize) {
     else {
         return;
     };
-    let out = run_ours(&root, None, binary, args);
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    let want = format!("[  PASSED  ] {passed} tests.");
-    assert!(
-        stdout.contains(&want),
-        "not {passed} tests passed:\n{stdout}\n{stderr}"
-    );
+    for profile in [None, Some("gfx942")] {
+        let out = run_ours(&root, profile, binary, args);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{profile:?}: {stdout}\n{stderr}");
+        let want = format!("[  PASSED  ] {passed} tests.");
+        assert!(
+            stdout.contains(&want),
+            "{profile:?}: not {passed} tests passed:\n{stdout}\n{stderr}"
+        );
+    }
 }
