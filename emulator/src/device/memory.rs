@@ -28,6 +28,9 @@ pub(crate) enum Kind {
     /// `IMPORT_DMABUF`: another buffer object's pages (of this or another process's device);
     /// counted where its exporter allocated it, not here.
     Imported,
+    /// Memory another KFD allocated and maps (the host of AMD's model interface,
+    /// [`crate::model`]), reached at its alias in that host's aperture; counted there.
+    Aliased,
 }
 
 /// A device access that faulted: what the device reports to amdkfd's memory events
@@ -124,7 +127,7 @@ impl Allocs {
         match a.kind {
             Kind::Vram => *self.vram_used.entry(a.gpu_id).or_insert(0) += a.size,
             Kind::Gtt | Kind::Userptr => self.system_used += a.size,
-            Kind::Doorbell | Kind::MmioRemap | Kind::Imported => {}
+            Kind::Doorbell | Kind::MmioRemap | Kind::Imported | Kind::Aliased => {}
         }
         self.handles.insert(a.handle, a.va);
         if a.mmap_offset != 0 {
@@ -171,7 +174,7 @@ impl Allocs {
                 }
             }
             Kind::Gtt | Kind::Userptr => self.system_used -= a.size,
-            Kind::Doorbell | Kind::MmioRemap | Kind::Imported => {}
+            Kind::Doorbell | Kind::MmioRemap | Kind::Imported | Kind::Aliased => {}
         }
         Ok(a)
     }
@@ -657,6 +660,53 @@ pub(crate) fn alloc_memory_of_gpu(
         pins: 0,
     });
     Ok(())
+}
+
+/// Makes `va..va+size` of GPU `gpu_id` (bytes; `va` and `size` page multiples) reach the host
+/// memory at `host..host+size`, mapped to that GPU, as [`Kind::Aliased`]: what the model
+/// interface's `alloced_memory` registers ([`crate::model`]). The host pages need not be
+/// mapped yet (the model's host maps them when the runtime maps the buffer to the GPU): an
+/// access to an unmapped page faults as a GPU's VM fault would ([`super::mem::svm_region`]).
+/// Returns the allocation's handle.
+///
+/// # Errors
+/// `EINVAL` for an unknown GPU, a zero, unaligned or overflowing range, or one that overlaps
+/// a live allocation.
+pub(crate) fn insert_aliased(
+    device: &Device,
+    gpu_id: u32,
+    va: u64,
+    host: u64,
+    size: u64,
+) -> Result<u64, Errno> {
+    let gpu = device.gpu_by_id(gpu_id)?;
+    if size == 0 || va % PAGE_BYTES != 0 || host % PAGE_BYTES != 0 || size % PAGE_BYTES != 0 {
+        return Err(Errno::INVAL);
+    }
+    va.checked_add(size).ok_or(Errno::INVAL)?;
+    let region = super::mem::svm_region(host, size).ok_or(Errno::INVAL)?;
+    let mut allocs = device
+        .allocs
+        .write()
+        .unwrap_or_else(PoisonError::into_inner);
+    if allocs.overlaps(va, size) {
+        return Err(Errno::INVAL);
+    }
+    let id = allocs.next_id();
+    let handle = (u64::from(gpu.gpu_id) << 32) | u64::from(id);
+    allocs.insert(Alloc {
+        va,
+        size,
+        gpu_id: gpu.gpu_id,
+        handle,
+        mmap_offset: 0,
+        kind: Kind::Aliased,
+        region,
+        backing: None,
+        mapped: [gpu.gpu_id].into_iter().collect(),
+        pins: 0,
+    });
+    Ok(handle)
 }
 
 /// FREE_MEMORY_OF_GPU: `EINVAL` for an unknown handle, `EBUSY` while a queue uses the buffer

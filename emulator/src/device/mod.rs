@@ -120,6 +120,7 @@ pub mod ip_discovery;
 mod kernel;
 mod mem;
 mod memory;
+pub mod model;
 mod pm4;
 mod process;
 mod profile;
@@ -363,7 +364,16 @@ pub(crate) struct Device {
     /// Host threads per interpreted dispatch.
     threads: AtomicUsize,
     stats: StatCounters,
+    /// Where each GPU's signal events go when another KFD owns the events: AMD's model
+    /// interface (`crate::model`), whose host (libhsakmt in model mode) keeps the event table
+    /// and takes the event id through its `set_event` callback. Empty otherwise: the events
+    /// are this device's own table's.
+    event_sinks: RwLock<HashMap<u32, EventSink>>,
 }
+
+/// A receiver of one GPU's signal events (the event id of a completion signal, an SDMA trap
+/// or `s_sendmsg(MSG_INTERRUPT)`), in place of the emulated amdkfd's event table.
+pub(crate) type EventSink = Arc<dyn Fn(u32) + Send + Sync>;
 
 impl Device {
     /// The shader sequencer's message interrupt (`s_sendmsg sendmsg(MSG_INTERRUPT)`, M0[22:0]
@@ -371,8 +381,20 @@ impl Device {
     /// `kfd_signal_event_interrupt(pasid, data, 23)`) — the same event path as the CP's
     /// end-of-pipe interrupt: event `data` when its mailbox slot was written, else every
     /// signal event whose slot was; waiters are woken.
-    pub(crate) fn sq_message_interrupt(&self, data: u32) {
+    pub(crate) fn sq_message_interrupt(&self, gpu_id: u32, data: u32) {
+        if let Some(sink) = self.event_sink(gpu_id) {
+            return sink(data & 0x7F_FFFF);
+        }
         lock(&self.events).end_of_pipe_interrupt(data & 0x7F_FFFF);
+    }
+
+    /// GPU `gpu_id`'s [`EventSink`], when its events go to another KFD.
+    pub(crate) fn event_sink(&self, gpu_id: u32) -> Option<EventSink> {
+        self.event_sinks
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&gpu_id)
+            .cloned()
     }
 
     pub(crate) fn mode(&self) -> ExecutionMode {
@@ -522,7 +544,19 @@ impl EmulatedKfd {
     /// [`Status::InvalidArgument`] when the topology has no GPU node, two GPUs share a
     /// `gpu_id`, or `HSA_RT_EMULATION` is set to something other than `interpret` or `host`; [`Status::OutOfResources`] when doorbell pages cannot be allocated;
     /// [`Status::Error`] when `/proc/self/mem` cannot be opened.
-    pub fn new(mut topology: Topology) -> Result<Arc<EmulatedKfd>, Error> {
+    pub fn new(topology: Topology) -> Result<Arc<EmulatedKfd>, Error> {
+        // amdkfd's `kfd_init_apertures_v9`, which it uses for gfx9, gfx10 and gfx11 alike
+        // (the emulated device models no older GPU).
+        EmulatedKfd::with_apertures(topology, Apertures::AMDKFD_GFX9)
+    }
+
+    /// As [`EmulatedKfd::new`], with every GPU's FLAT apertures `apertures` for the process:
+    /// what the process's KFD programs into `SH_MEM_BASES` (amdkfd's, or the model
+    /// interface's host's, [`crate::model`]).
+    pub(crate) fn with_apertures(
+        mut topology: Topology,
+        apertures: Apertures,
+    ) -> Result<Arc<EmulatedKfd>, Error> {
         complete_capture(&mut topology);
         let mut gpus: Vec<Gpu> = Vec::new();
         for n in &topology.nodes {
@@ -559,9 +593,7 @@ impl EmulatedKfd {
                 gb_addr_config: profile::gb_addr_config(p),
                 sramecc: hsa_core::isa::TargetId::of_node(p, false)
                     .is_some_and(|t| t.sramecc == hsa_core::isa::FeatureSetting::On),
-                // amdkfd's `kfd_init_apertures_v9`, which it uses for gfx9, gfx10 and gfx11
-                // alike (the emulated device models no older GPU).
-                apertures: Apertures::AMDKFD_GFX9,
+                apertures,
             });
         }
         if gpus.is_empty() {
@@ -601,6 +633,7 @@ impl EmulatedKfd {
                 mode: AtomicU8::new(mode_code(mode)),
                 threads: AtomicUsize::new(default_threads()),
                 stats: StatCounters::default(),
+                event_sinks: RwLock::new(HashMap::new()),
             }),
             recorder,
         }))

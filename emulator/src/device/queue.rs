@@ -757,6 +757,7 @@ impl ProcessorHost for CpHost<'_> {
                 self.isa
             ));
         };
+        let (device, gpu_id) = (self.device, self.gpu_id);
         self.interpret(
             target,
             &|| self.kernel_label(dispatch).0,
@@ -770,7 +771,7 @@ impl ProcessorHost for CpHost<'_> {
                     self.device.threads.load(Ordering::Relaxed),
                     &self.device.stats.workgroups,
                     self.stop,
-                    &|data| self.device.sq_message_interrupt(data),
+                    &|data| device.sq_message_interrupt(gpu_id, data),
                     launch,
                     gb,
                     caches,
@@ -820,6 +821,11 @@ impl ProcessorHost for CpHost<'_> {
     }
 
     fn write_mailbox(&self, mailbox: GpuVa, event_id: u32) -> hsa_core::Result<()> {
+        if self.device.event_sink(self.gpu_id).is_some() {
+            // The model interface's host keeps no mailbox page (its CREATE_EVENT gives no
+            // slot): the event id alone reaches it, through `signal_event`.
+            return Ok(());
+        }
         let events = self
             .device
             .events
@@ -843,6 +849,9 @@ impl ProcessorHost for CpHost<'_> {
     }
 
     fn signal_event(&self, event_id: u32) {
+        if let Some(sink) = self.device.event_sink(self.gpu_id) {
+            return sink(event_id);
+        }
         self.device
             .events
             .lock()
@@ -941,6 +950,9 @@ impl Pm4Memory for CpHost<'_> {
     }
 
     fn end_of_pipe_interrupt(&self, context_id: u32) {
+        if let Some(sink) = self.device.event_sink(self.gpu_id) {
+            return sink(context_id);
+        }
         self.device
             .events
             .lock()
@@ -959,6 +971,7 @@ impl Pm4Memory for CpHost<'_> {
                 self.isa
             ));
         };
+        let (device, gpu_id) = (self.device, self.gpu_id);
         let r = self.interpret(target, &label, &|caches, launch, gb| {
             interp::run_registers(
                 dispatch,
@@ -969,7 +982,7 @@ impl Pm4Memory for CpHost<'_> {
                 self.device.threads.load(Ordering::Relaxed),
                 &self.device.stats.workgroups,
                 self.stop,
-                &|data| self.device.sq_message_interrupt(data),
+                &|data| device.sq_message_interrupt(gpu_id, data),
                 launch,
                 gb,
                 caches,

@@ -823,6 +823,9 @@ impl SdmaMemory for SdmaHost<'_> {
         // amdkfd: kfd_signal_event_interrupt(pasid, int_ctx, 28); 28 bits name any signal
         // event id (KFD_SIGNAL_EVENT_LIMIT is 4096), so it is the CP's lookup. Waking the
         // events' waiters is the table's part.
+        if let Some(sink) = self.device.event_sink(self.gpu_id) {
+            return sink(int_ctx);
+        }
         self.device
             .events
             .lock()
@@ -847,6 +850,27 @@ impl SdmaMemory for SdmaHost<'_> {
 /// writes the 64-bit read pointer back); `ENOSPC` past the GPU's queues, `ENOMEM` past its
 /// SDMA queue slots. EOP and context-save buffers are not used.
 pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(), Errno> {
+    create_queue_watching(device, a, SdmaDoorbell::Own)
+}
+
+/// What an SDMA queue's engine takes as the end of the work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SdmaDoorbell {
+    /// Its doorbell in the GPU's doorbell page (CREATE_QUEUE's `doorbell_offset`), as the
+    /// hardware does.
+    Own,
+    /// The write pointer in memory: for a host that gives the engine no doorbell (the model
+    /// interface's, [`super::model`]). The producer stores the same value there before it
+    /// rings (ROCR's `UpdateWriteAndDoorbellRegister`).
+    WritePointer,
+}
+
+/// [`create_queue`], its engine watching `doorbell`.
+pub(crate) fn create_queue_watching(
+    device: &Arc<Device>,
+    a: &mut CreateQueueArgs,
+    doorbell: SdmaDoorbell,
+) -> Result<(), Errno> {
     let gpu = device.gpu_by_id(a.gpu_id)?;
     if a.read_pointer_address % 8 != 0 || a.write_pointer_address % 8 != 0 {
         return Err(Errno::INVAL);
@@ -875,7 +899,7 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
     let rptr = allocs
         .device_region(gpu.gpu_id, a.read_pointer_address, 8)
         .ok_or(Errno::FAULT)?;
-    allocs
+    let wptr = allocs
         .device_region(gpu.gpu_id, a.write_pointer_address, 8)
         .ok_or(Errno::FAULT)?;
     let mut queues = lock(&device.queues);
@@ -893,7 +917,10 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
         ctl: ctl.clone(),
         ring,
         rptr,
-        doorbell: new_doorbell(gpu, qid)?,
+        doorbell: match doorbell {
+            SdmaDoorbell::Own => new_doorbell(gpu, qid)?,
+            SdmaDoorbell::WritePointer => wptr,
+        },
         queue_id: qid,
         gpu_id: gpu.gpu_id,
         count_width: gpu.sdma_count_width,
