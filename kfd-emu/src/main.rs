@@ -1,4 +1,4 @@
-//! `kfd-emu [--sysfs DIR | --profile NAME] [--trace FILE] [--] COMMAND [ARGS...]`
+//! `kfd-emu [--sysfs DIR | --profile NAME] [--trace FILE | --model] [--] COMMAND [ARGS...]`
 //!
 //! Runs COMMAND — Debian's unmodified `rocminfo`, or any program of ROCm's user space
 //! (libhsakmt, libhsa-runtime64) — with hsa-emu's emulated device standing in for amdkfd and
@@ -24,6 +24,26 @@
 //! - `libkfd_emu_preload.so` preloaded (found beside this binary, or at `$KFD_EMU_PRELOAD`),
 //!   which answers `/dev/kfd` and the render nodes from the emulated device (see its docs);
 //! - with `--trace FILE`, every ioctl and mmap of those files recorded in FILE.
+//!
+//! With `--model`, the other way in: nothing is preloaded, and ROCR 7.2.4's own libhsakmt
+//! answers the KFD ioctls in its model mode, driving the emulated GPU through AMD's model
+//! interface (`libhsa_emu_model.so`, found beside this binary or at `$KFD_EMU_MODEL_LIB`;
+//! `hsa_emu::device::model`). kfd-emu writes the model topology libhsakmt needs (each GPU's
+//! `gpu_id` its node index + 1, and `DebugSupportedFirmware`, capability bit 29, clear:
+//! libhsakmt's model implements no debugger runtime) under
+//! `/sys/devices/virtual/kfd/kfd-emu/model-topology`, and sets `HSA_MODEL_TOPOLOGY` and
+//! `HSA_MODEL_LIB`; the namespace's fixtures are as above, plus a `/dev/kfd` that is an empty
+//! file (rocminfo 7.2.4 will not start unless it opens read-write; nothing reads it). Which to
+//! use:
+//! - the preloaded `/dev/kfd` (the default) serves any ROCm user space (ROCR 5.2.3 and 7.2.4,
+//!   tinygrad, hsa-rt's own library), every GPU profile, and the emulated amdkfd's checks of
+//!   every ioctl, as amdkfd would refuse them;
+//! - `--model` needs no `LD_PRELOAD` (programs that are static, setuid, or clear their
+//!   environment), and runs the GPU exactly where AMD's own models plug in. ROCR 7.2.4's model
+//!   mode only gets through initialisation on GPUs for which ROCR installs no trap handler
+//!   without the debugger: `--profile gfx942` (gfx940-942, gfx950, gfx11 and later), and it
+//!   answers KFD queries with its own fixed values (apertures, clock counters), not the
+//!   emulated amdkfd's.
 //!
 //! Profiles (`--profile`, `hsa_emu::device::BUILTIN_PROFILES`): `builtin` (the default: the
 //! MI210-like gfx90a of `hsa_emu::builtin_topology`), or one of `gfx900`, `gfx906` (an MI60),
@@ -77,16 +97,20 @@ use hsa_linux::topology::Topology;
 const PRELOAD_NAME: &str = "libkfd_emu_preload.so";
 
 const USAGE: &str =
-    "usage: kfd-emu [--sysfs DIR | --profile NAME] [--trace FILE] [--] COMMAND [ARGS...]
+    "usage: kfd-emu [--sysfs DIR | --profile NAME] [--trace FILE | --model] [--] COMMAND [ARGS...]
   --sysfs DIR      emulate the captured KFD topology at DIR (its topology/ root)
   --profile NAME   a built-in profile: builtin (default), gfx900, gfx906, gfx908, gfx90a,
                    gfx942, gfx1030, gfx1100
-  --trace FILE     record every ioctl and mmap of /dev/kfd and the render nodes in FILE";
+  --trace FILE     record every ioctl and mmap of /dev/kfd and the render nodes in FILE
+  --model          no preload: ROCR's libhsakmt in model mode drives the emulated GPU through
+                   libhsa_emu_model.so (HSA_MODEL_LIB; gfx942 and later)";
 
 struct Options {
     sysfs: Option<PathBuf>,
     profile: Option<String>,
     trace: Option<PathBuf>,
+    /// `--model`: AMD's model interface instead of the preloaded `/dev/kfd`.
+    model: bool,
     command: Vec<OsString>,
 }
 
@@ -95,6 +119,7 @@ fn parse(args: Vec<OsString>) -> Result<Options, String> {
         sysfs: None,
         profile: None,
         trace: None,
+        model: false,
         command: Vec::new(),
     };
     let mut it = args.into_iter();
@@ -110,6 +135,7 @@ fn parse(args: Vec<OsString>) -> Result<Options, String> {
                 )
             }
             Some("--trace") => o.trace = Some(value("--trace")?.into()),
+            Some("--model") => o.model = true,
             Some("--help") | Some("-h") => return Err(String::new()),
             Some("--") => {
                 o.command = it.collect();
@@ -125,6 +151,10 @@ fn parse(args: Vec<OsString>) -> Result<Options, String> {
     }
     if o.sysfs.is_some() && o.profile.is_some() {
         return Err("--sysfs and --profile exclude each other".into());
+    }
+    if o.model && o.trace.is_some() {
+        // libhsakmt answers the ioctls itself in model mode: no device file to trace.
+        return Err("--trace and --model exclude each other".into());
     }
     if o.command.is_empty() {
         return Err("no COMMAND given".into());
@@ -153,22 +183,46 @@ fn topology(o: &Options) -> Result<Topology, String> {
     Ok(t)
 }
 
-fn preload_path() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("KFD_EMU_PRELOAD").filter(|v| !v.is_empty()) {
+/// The library `name` beside this binary (or one directory up: cargo puts a test's
+/// binary in `deps/`), or at `$env` when set; `package` builds it.
+fn library_path(name: &str, env: &str, package: &str) -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os(env).filter(|v| !v.is_empty()) {
         return Ok(p.into());
     }
     let exe = std::env::current_exe().map_err(|e| format!("locating kfd-emu itself: {e}"))?;
     let dir = exe.parent().unwrap_or(Path::new("."));
-    for candidate in [dir.join(PRELOAD_NAME), dir.join("..").join(PRELOAD_NAME)] {
+    for candidate in [dir.join(name), dir.join("..").join(name)] {
         if candidate.is_file() {
             return Ok(candidate);
         }
     }
     Err(format!(
-        "{PRELOAD_NAME} is not beside {} (build it with `cargo build -p kfd-emu`, or set \
-         KFD_EMU_PRELOAD)",
+        "{name} is not beside {} (build it with `cargo build -p {package}`, or set {env})",
         exe.display()
     ))
+}
+
+/// The model library's file name (`--model`).
+const MODEL_LIB_NAME: &str = "libhsa_emu_model.so";
+
+/// Where `--model` writes the model topology (inside the namespace's helper directory).
+const MODEL_TOPOLOGY_DIR: &str = "/sys/devices/virtual/kfd/kfd-emu/model-topology";
+
+/// `DebugSupportedFirmware` in a node's `capability` (bit 29, libhsakmt's `HSA_CAPABILITY`):
+/// with it set, ROCR enables the debugger runtime, which libhsakmt's model mode aborts on.
+const CAP_DEBUG_SUPPORTED_FIRMWARE: u32 = 1 << 29;
+
+/// `topology` as libhsakmt's model mode needs it: each GPU node's `gpu_id` its node index + 1
+/// (libhsakmt refuses others), and no `DebugSupportedFirmware`.
+fn model_topology(topology: &Topology) -> Topology {
+    let mut t = topology.clone();
+    for (i, n) in t.nodes.iter_mut().enumerate() {
+        if n.properties.gpu_id != 0 {
+            n.properties.gpu_id = i as u32 + 1;
+            n.properties.capability &= !CAP_DEBUG_SUPPORTED_FIRMWARE;
+        }
+    }
+    t
 }
 
 fn absolute(p: &Path) -> Result<PathBuf, String> {
@@ -182,7 +236,15 @@ fn absolute(p: &Path) -> Result<PathBuf, String> {
 
 fn run(o: Options) -> Result<std::io::Error, String> {
     let topology = topology(&o)?;
-    let preload = absolute(&preload_path()?)?;
+    let library = if o.model {
+        absolute(&library_path(
+            MODEL_LIB_NAME,
+            "KFD_EMU_MODEL_LIB",
+            "hsa-emu-model",
+        )?)?
+    } else {
+        absolute(&library_path(PRELOAD_NAME, "KFD_EMU_PRELOAD", "kfd-emu")?)?
+    };
     let trace = match &o.trace {
         Some(t) => {
             let t = absolute(t)?;
@@ -231,16 +293,27 @@ fn run(o: Options) -> Result<std::io::Error, String> {
         path.push(":");
         path.push(old);
     }
-    let mut ld_preload = OsString::from(preload.as_os_str());
-    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-        ld_preload.push(":");
-        ld_preload.push(old);
-    }
     let mut cmd = std::process::Command::new(&o.command[0]);
     cmd.args(&o.command[1..])
         .env("PATH", path)
-        .env("LD_PRELOAD", ld_preload)
         .env_remove("KFD_EMU_TOPOLOGY");
+    if o.model {
+        namespace::stand_in_dev_kfd()?;
+        let dir = Path::new(MODEL_TOPOLOGY_DIR);
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        sysfs::write_topology(&model_topology(&topology), dir)?;
+        cmd.env("HSA_MODEL_TOPOLOGY", dir)
+            .env("HSA_MODEL_LIB", &library);
+    } else {
+        let mut ld_preload = OsString::from(library.as_os_str());
+        if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+            ld_preload.push(":");
+            ld_preload.push(old);
+        }
+        cmd.env("LD_PRELOAD", ld_preload)
+            .env_remove("HSA_MODEL_TOPOLOGY")
+            .env_remove("HSA_MODEL_LIB");
+    }
     match &trace {
         Some(t) => cmd.env("KFD_EMU_TRACE", t),
         None => cmd.env_remove("KFD_EMU_TRACE"),
@@ -316,10 +389,36 @@ mod tests {
             parse(args(&["--bogus", "x"])).err().unwrap(),
             "unknown option --bogus"
         );
+        let o = parse(args(&["--model", "--profile", "gfx942", "--", "rocminfo"])).unwrap();
+        assert!(o.model);
+        assert!(!parse(args(&["rocminfo"])).unwrap().model);
+        assert_eq!(
+            parse(args(&["--model", "--trace", "t", "x"]))
+                .err()
+                .unwrap(),
+            "--trace and --model exclude each other"
+        );
         let e = topology(&parse(args(&["--profile", "gfx1", "x"])).unwrap()).unwrap_err();
         assert!(
             e.contains("\"gfx1\"") && e.contains("gfx906, gfx908"),
             "{e}"
         );
+    }
+
+    /// The model topology: the GPU node (index 1 of the gfx942 profile) gets `gpu_id` 2 and
+    /// loses only `DebugSupportedFirmware` (0x2c77_a280 -> 0x0c77_a280); the CPU node is as
+    /// it was.
+    #[test]
+    fn model_topology_renumbers_gpus_and_clears_the_debugger_bit() {
+        let t = topology(&parse(args(&["--profile", "gfx942", "x"])).unwrap()).unwrap();
+        assert_eq!(t.nodes[1].properties.capability, 0x2c77_a280);
+        let m = model_topology(&t);
+        assert_eq!(m.nodes[0].properties.gpu_id, 0);
+        assert_eq!(
+            m.nodes[0].properties.capability,
+            t.nodes[0].properties.capability
+        );
+        assert_eq!(m.nodes[1].properties.gpu_id, 2);
+        assert_eq!(m.nodes[1].properties.capability, 0x0c77_a280);
     }
 }

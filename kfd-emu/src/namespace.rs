@@ -228,6 +228,63 @@ fn cover(dir: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A `/dev/kfd` that opens read-write, for `--model`: rocminfo 7.2.4 refuses to start when
+/// it cannot open `/dev/kfd` read-write, before it initialises ROCR, whose libhsakmt in model
+/// mode then never opens it. An existing `/dev/kfd` gets an empty regular file bound over
+/// it; otherwise `/dev` gets a tmpfs with each of its entries bound back in place (devices,
+/// files and directories bound, recursively for directories; symbolic links made again) and
+/// an empty `/dev/kfd` of mode 0666 beside them.
+///
+/// # Errors
+/// The entry, mount or file that failed.
+pub fn stand_in_dev_kfd() -> Result<(), String> {
+    let stand_in = Path::new(HELPER_DIR).join("kfd");
+    std::fs::write(&stand_in, "").map_err(|e| format!("{}: {e}", stand_in.display()))?;
+    if Path::new("/dev/kfd").exists() {
+        return bind_file(&stand_in, "/dev/kfd");
+    }
+    // Keep a handle on /dev, to bind its entries back from it once covered.
+    let old = rustix::fs::open("/dev", OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
+        .map_err(|e| format!("/dev: {e}"))?;
+    let entries: Vec<(std::ffi::OsString, std::fs::FileType)> = std::fs::read_dir("/dev")
+        .map_err(|e| format!("/dev: {e}"))?
+        .map(|e| {
+            let e = e.map_err(|e| format!("/dev: {e}"))?;
+            let t = e
+                .file_type()
+                .map_err(|err| format!("/dev/{}: {err}", e.file_name().to_string_lossy()))?;
+            Ok((e.file_name(), t))
+        })
+        .collect::<Result<_, String>>()?;
+    tmpfs("/dev")?;
+    for (name, t) in entries {
+        let to = Path::new("/dev").join(&name);
+        let from = format!(
+            "/proc/self/fd/{}/{}",
+            old.as_raw_fd(),
+            name.to_string_lossy()
+        );
+        let failed = |what: &str, e: &dyn std::fmt::Display| {
+            format!("re-creating {} in /dev: {what}: {e}", to.display())
+        };
+        if t.is_symlink() {
+            let target = std::fs::read_link(&from).map_err(|e| failed("reading the link", &e))?;
+            std::os::unix::fs::symlink(&target, &to).map_err(|e| failed("linking", &e))?;
+            continue;
+        }
+        if t.is_dir() {
+            std::fs::create_dir(&to).map_err(|e| failed("mkdir", &e))?;
+        } else {
+            std::fs::write(&to, "").map_err(|e| failed("creating", &e))?;
+        }
+        mount_bind_recursive(from.as_str(), &to).map_err(|e| failed("binding back", &e))?;
+    }
+    std::fs::write("/dev/kfd", "").map_err(|e| format!("/dev/kfd: {e}"))?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions("/dev/kfd", std::fs::Permissions::from_mode(0o666))
+        .map_err(|e| format!("/dev/kfd: {e}"))
+}
+
 /// Binds `file` over `target` (a fixture over a host file).
 ///
 /// # Errors

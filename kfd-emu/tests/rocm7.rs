@@ -101,6 +101,8 @@ fn run_in(root: &Path, command: &[&str], ours: bool) -> Output {
             parent(Path::new(env!("CARGO_BIN_EXE_kfd-emu")))
         ),
         format!("{}:/opt/hsa-rt/preload", parent(&common::preload_library())),
+        // The same directory: cargo builds the model library beside the preloaded one.
+        format!("{}:/opt/hsa-rt/model", parent(&common::model_library())),
         format!("{}:/opt/hsa-rt/out", out_dir().display()),
     ];
     if ours {
@@ -249,6 +251,58 @@ fn hip7_vector_add_on_rocr7_under_kfd_emu() {
             "{profile}: {stdout}\n{stderr}"
         );
     }
+}
+
+/// `kfd-emu --model --profile gfx942 -- COMMAND` in the chroot: no preload; ROCR 7.2.4's
+/// libhsakmt in model mode drives the emulated GPU through `libhsa_emu_model.so`.
+fn kfd_emu7_model(root: &Path, command: &[&str]) -> Output {
+    let mut c = vec![
+        "env",
+        "KFD_EMU_MODEL_LIB=/opt/hsa-rt/model/libhsa_emu_model.so",
+        "/opt/hsa-rt/kfd-emu/kfd-emu",
+        "--model",
+        "--profile",
+        "gfx942",
+        "--",
+    ];
+    c.extend_from_slice(command);
+    run_in(root, &c, false)
+}
+
+/// rocminfo 7.2.4 through AMD's model interface (`HSA_MODEL_LIB`, no `LD_PRELOAD`): libhsakmt
+/// answers the KFD ioctls and reads the topology kfd-emu wrote for it (`gpu_id` = node + 1);
+/// the agent is the emulated gfx942.
+#[test]
+fn rocminfo7_through_the_model_interface() {
+    let Some(root) = chroot() else { return };
+    let out = kfd_emu7_model(&root, &["rocminfo"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"),
+        "{stdout}"
+    );
+    assert!(stdout.trim_end().ends_with("*** Done ***"), "{stdout}");
+}
+
+/// HIP 7.2.4's vector add on ROCR 7.2.4 through AMD's model interface: ROCR's queues reach the
+/// emulated GPU by `register_queue` (AQL for the kernel, SDMA for the copies, whose engine
+/// takes the write pointer in memory as libhsakmt gives a model no doorbell), the GPU reads
+/// everything at its alias in libhsakmt's global aperture, and completion signals reach
+/// libhsakmt's event table through its `set_event`.
+#[test]
+fn hip7_vector_add_through_the_model_interface() {
+    let Some(root) = chroot() else { return };
+    let exe = vector_add7(&root);
+    let out = kfd_emu7_model(&root, &[exe]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("vector_add: verified 65536 elements on gfx942:sramecc+:xnack-"),
+        "{stdout}\n{stderr}"
+    );
+    // Nothing was preloaded: libhsakmt's model mode is the only way in.
+    assert!(!stderr.contains("kfd-emu:"), "{stderr}");
 }
 
 /// `capi/hip/hip_check.hip` built by hipcc 7.2.4 for gfx90a, linked to hiprtc (HIP 7 moved

@@ -23,6 +23,15 @@ pub fn preload_library() -> PathBuf {
         .clone()
 }
 
+/// The freshly built `libhsa_emu_model.so`, the model library of `kfd-emu --model` (built
+/// once per test process, beside [`preload_library`]).
+pub fn model_library() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| build("hsa-emu-model", "libhsa_emu_model.so"))
+        .clone()
+}
+
 /// hsa-rt's `libhsa_runtime64.so` (the C ABI, `hsa-capi`), built as the capi tests build it
 /// (same directory); once per test process.
 pub fn capi_library() -> PathBuf {
