@@ -29,8 +29,9 @@
 //! answers the KFD ioctls in its model mode, driving the emulated GPU through AMD's model
 //! interface (`libhsa_emu_model.so`, found beside this binary or at `$KFD_EMU_MODEL_LIB`;
 //! `hsa_emu::device::model`). kfd-emu writes the model topology libhsakmt needs (each GPU's
-//! `gpu_id` its node index + 1, and `DebugSupportedFirmware`, capability bit 29, clear:
-//! libhsakmt's model implements no debugger runtime) under
+//! `gpu_id` its node index + 1; `DebugSupportedFirmware`, capability bit 29, clear: libhsakmt's
+//! model implements no debugger runtime; `SVMAPISupported`, bit 27, clear: its SVM ioctl does
+//! nothing) under
 //! `/sys/devices/virtual/kfd/kfd-emu/model-topology`, and sets `HSA_MODEL_TOPOLOGY` and
 //! `HSA_MODEL_LIB`; the namespace's fixtures are as above, plus a `/dev/kfd` that is an empty
 //! file (rocminfo 7.2.4 will not start unless it opens read-write; nothing reads it). Which to
@@ -212,14 +213,19 @@ const MODEL_TOPOLOGY_DIR: &str = "/sys/devices/virtual/kfd/kfd-emu/model-topolog
 /// with it set, ROCR enables the debugger runtime, which libhsakmt's model mode aborts on.
 const CAP_DEBUG_SUPPORTED_FIRMWARE: u32 = 1 << 29;
 
+/// `SVMAPISupported` (bit 27): with it set, ROCR and HIP hand the GPU pageable host memory
+/// through SVM ranges, which libhsakmt's model mode accepts and does nothing with (its
+/// `AMDKFD_IOC_SVM` is a no-op), so the GPU would read host addresses outside its aperture.
+const CAP_SVM_API_SUPPORTED: u32 = 1 << 27;
+
 /// `topology` as libhsakmt's model mode needs it: each GPU node's `gpu_id` its node index + 1
-/// (libhsakmt refuses others), and no `DebugSupportedFirmware`.
+/// (libhsakmt refuses others), without `DebugSupportedFirmware` and `SVMAPISupported`.
 fn model_topology(topology: &Topology) -> Topology {
     let mut t = topology.clone();
     for (i, n) in t.nodes.iter_mut().enumerate() {
         if n.properties.gpu_id != 0 {
             n.properties.gpu_id = i as u32 + 1;
-            n.properties.capability &= !CAP_DEBUG_SUPPORTED_FIRMWARE;
+            n.properties.capability &= !(CAP_DEBUG_SUPPORTED_FIRMWARE | CAP_SVM_API_SUPPORTED);
         }
     }
     t
@@ -406,8 +412,8 @@ mod tests {
     }
 
     /// The model topology: the GPU node (index 1 of the gfx942 profile) gets `gpu_id` 2 and
-    /// loses only `DebugSupportedFirmware` (0x2c77_a280 -> 0x0c77_a280); the CPU node is as
-    /// it was.
+    /// loses only `DebugSupportedFirmware` and `SVMAPISupported` (0x2c77_a280 ->
+    /// 0x0477_a280); the CPU node is as it was.
     #[test]
     fn model_topology_renumbers_gpus_and_clears_the_debugger_bit() {
         let t = topology(&parse(args(&["--profile", "gfx942", "x"])).unwrap()).unwrap();
@@ -419,6 +425,6 @@ mod tests {
             t.nodes[0].properties.capability
         );
         assert_eq!(m.nodes[1].properties.gpu_id, 2);
-        assert_eq!(m.nodes[1].properties.capability, 0x0c77_a280);
+        assert_eq!(m.nodes[1].properties.capability, 0x0477_a280);
     }
 }

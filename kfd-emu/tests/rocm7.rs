@@ -305,6 +305,38 @@ fn hip7_vector_add_through_the_model_interface() {
     assert!(!stderr.contains("kfd-emu:"), "{stderr}");
 }
 
+/// rocFFT 7.2.4's real-to-complex accuracy tests (lengths 32, 64 and 128, single and double,
+/// 38 cases with `--seed 1`, against FFTW) on ROCR 7.2.4 and the emulated gfx942, both ways
+/// in: the preloaded `/dev/kfd` and AMD's model interface. rocFFT builds its kernels for the
+/// device with hiprtc at run time.
+#[test]
+fn rocfft7_real_to_complex_on_rocr7_both_ways_in() {
+    let Some(root) = chroot() else { return };
+    let test = "/usr/libexec/rocm/librocfft0-tests/rocfft-test";
+    if !root.join(test.trim_start_matches('/')).exists() {
+        println!("skipped: {test} is not in the chroot");
+        return;
+    }
+    let filter = "--gtest_filter=pow2_1D/accuracy_test.vs_fftw/real_forward_len_32_*:\
+                  pow2_1D/accuracy_test.vs_fftw/real_forward_len_64_*:\
+                  pow2_1D/accuracy_test.vs_fftw/real_forward_len_128_*";
+    let command = [test, "--seed", "1", filter];
+    for (way, out) in [
+        (
+            "preload",
+            kfd_emu7(&root, &["--profile", "gfx942"], &command),
+        ),
+        ("model", kfd_emu7_model(&root, &command)),
+    ] {
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{way}: {stdout}\n{stderr}");
+        assert!(
+            stdout.contains("[  PASSED  ] 38 tests."),
+            "{way}: not the 38 tests passed:\n{stdout}\n{stderr}"
+        );
+    }
+}
+
 /// `capi/hip/hip_check.hip` built by hipcc 7.2.4 for gfx90a, linked to hiprtc (HIP 7 moved
 /// it out of libamdhip64), once per test process. Not for gfx942: its images section's
 /// texture functions are unavailable there in HIP 7.2.4's headers (docs/rocm7-status.md).

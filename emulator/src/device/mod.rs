@@ -444,6 +444,18 @@ impl Device {
             error.detail()
         );
         self.record_queue_error(queue_id, error);
+        if error.status() == Status::MemoryFault && self.event_sink(gpu_id).is_some() {
+            // The model interface's host (libhsakmt in model mode) has no memory events: the
+            // runtime would wait for ever on a queue that will never finish (an SDMA copy's
+            // signal). ROCR ends the process on a GPU memory fault; so does the model.
+            eprintln!(
+                "hsa-emu model: memory access fault by GPU {gpu_id:#x} (queue {queue_id}): {}; \
+                 the model interface cannot report it to the runtime, so the process ends, \
+                 as ROCR ends it on a GPU memory fault",
+                error.detail()
+            );
+            std::process::abort();
+        }
         if error.status() == Status::MemoryFault {
             if !vm_fault_raised {
                 self.raise_vm_fault(gpu_id, fault);

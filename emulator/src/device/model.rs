@@ -28,9 +28,11 @@
 //! What the interface cannot carry, and so the model does not do:
 //! - a buffer object is visible to the GPU it was allocated on only (libhsakmt tells a model
 //!   nothing of mappings to other GPUs, whose apertures differ);
-//! - queue errors and memory faults stop the queue (its inactive signal says why, as on the
-//!   emulated amdkfd) but raise no KFD event: libhsakmt's model never delivers memory or
-//!   hardware-exception events;
+//! - libhsakmt's model delivers no memory or hardware-exception events: a queue error stops
+//!   the queue (an AQL queue's inactive signal says why, and its event reaches the host), and
+//!   a memory fault ends the process with the fault's detail on stderr, as ROCR ends it on a
+//!   GPU memory fault (an SDMA queue's fault would otherwise leave the runtime waiting for
+//!   ever);
 //! - ROCR 7.2.4's model mode itself aborts on `SET_TRAP_HANDLER` and `RUNTIME_ENABLE`, which
 //!   its libhsakmt does not implement: only GPUs for which ROCR installs no trap handler
 //!   without the debugger (gfx940-942, gfx950, gfx11 and later) get through its
