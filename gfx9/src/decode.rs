@@ -1628,9 +1628,12 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     }
     if info.widths[0] == 0 && info.widths[1] == 0 {
         // Cache control: no operands. llvm-mc ignores the other fields but rejects offen,
-        // idxen, glc and bit 15 (except on buffer_wbl2, which ignores them too).
-        let wbl2 = info.name == "buffer_wbl2";
-        let bits = if wbl2 { 0x3 } else { 0xF };
+        // idxen, glc and bit 15, except on buffer_wbl2 (gfx90a ignores those two bits,
+        // gfx940 reads them as sc0/sc1) and gfx940's buffer_inv (sc0/sc1: the scope to
+        // invalidate; LLVM's memory model emits `buffer_inv sc0 sc1` for a system-scope
+        // acquire).
+        let takes_sc = info.op == Op::BufferWbl2 || info.op == Op::BufferInv;
+        let bits = if takes_sc { 0x3 } else { 0xF };
         if w0 >> 12 & bits != 0 || w1 >> 23 & 1 != 0 {
             return Err(illegal(
                 "MUBUF",
@@ -1638,8 +1641,8 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
                 "cache control with address bits",
             ));
         }
-        // Only gfx940's buffer_wbl2 keeps its sc0/sc1 bits (llvm-mc prints them).
-        let keep = wbl2 && target.is_gfx940();
+        // Only gfx940's keep their sc0/sc1 bits (llvm-mc prints them).
+        let keep = takes_sc && target.is_gfx940();
         inst.mods.glc &= keep;
         inst.mods.sc1 &= keep;
         inst.mods.slc = false;

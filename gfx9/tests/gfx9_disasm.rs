@@ -170,6 +170,27 @@ fn cache_control_instructions_decode() {
             assert_eq!(i.to_string().trim(), text, "{t:?}");
         }
     }
+    // gfx940's buffer_inv and buffer_wbl2 take sc0 (bit 14) and sc1 (bit 15), the scope
+    // (llvm-mc-19 -mcpu=gfx942 --disassemble); LLVM's memory model emits `buffer_inv sc0 sc1`
+    // for a system-scope acquire, as in HIP 7.2.4's printf kernels, which the decoder
+    // refused ("cache control with address bits"). offen and idxen stay illegal.
+    for (text, bytes) in [
+        ("buffer_inv sc0", [0, 0x40, 0xa4, 0xe0, 0, 0, 0, 0]),
+        ("buffer_inv sc1", [0, 0x80, 0xa4, 0xe0, 0, 0, 0, 0]),
+        ("buffer_inv sc0 sc1", [0, 0xc0, 0xa4, 0xe0, 0, 0, 0, 0]),
+        ("buffer_wbl2 sc0 sc1", [0, 0xc0, 0xa0, 0xe0, 0, 0, 0, 0]),
+    ] {
+        let i = decode(&bytes, Gfx9Target::Gfx942).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(i.to_string().trim(), text);
+    }
+    for offen_or_idxen in [0x10u8, 0x20] {
+        let bytes = [0, offen_or_idxen, 0xa4, 0xe0, 0, 0, 0, 0];
+        let e = decode(&bytes, Gfx9Target::Gfx942).unwrap_err();
+        assert!(
+            e.to_string().contains("cache control with address bits"),
+            "{e}"
+        );
+    }
 }
 
 #[test]
