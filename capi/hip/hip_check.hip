@@ -862,6 +862,10 @@ static int pitched_section() {
     return 0;
 }
 
+// The image kernels. HIP 7 marks the texture and surface functions unavailable where the
+// device has no image instructions (gfx940-942: __HIP_NO_IMAGE_SUPPORT), so there they are
+// left empty and the images section is not run; the other sections build for those targets.
+#if !__HIP_NO_IMAGE_SUPPORT
 // Reads texel (x, y) of a 2D float texture at its centre (unnormalized coordinates).
 __global__ void texture_read(hipTextureObject_t t, float* out, int width, int height) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
@@ -887,6 +891,12 @@ __global__ void texture_fetch(hipTextureObject_t t, int* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = tex1Dfetch<int>(t, i);
 }
+#else
+__global__ void texture_read(hipTextureObject_t, float*, int, int) {}
+__global__ void surface_write(hipSurfaceObject_t, int, int) {}
+__global__ void texture_sample(hipTextureObject_t, const float2*, float*, int) {}
+__global__ void texture_fetch(hipTextureObject_t, int*, int) {}
+#endif
 
 // Images through HIP: a hipArray filled by hipMemcpy2DToArray and read by a kernel through a
 // texture object (point sampling); a surface object over another hipArray written by a
