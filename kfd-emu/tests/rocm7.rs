@@ -374,6 +374,33 @@ fn rocfft7_real_to_complex_on_rocr7_both_ways_in() {
     }
 }
 
+/// rocBLAS 7.2.4's own tests of three Tensile GEMMs (an MFMA SGEMM, a DGEMM, an HGEMM; the
+/// cases `hip7.rs` runs on hsa-rt's library) on ROCR 7.2.4 under kfd-emu, both ways in: the
+/// preloaded `/dev/kfd` on the built-in gfx90a, and AMD's model interface on gfx942.
+#[test]
+fn rocblas7_tensile_gemms_on_rocr7_both_ways_in() {
+    let Some(root) = chroot() else { return };
+    let test = "/usr/libexec/rocm/librocblas5-tests/rocblas-test";
+    if !root.join(test.trim_start_matches('/')).exists() {
+        println!("skipped: {test} is not in the chroot");
+        return;
+    }
+    let filter = "--gtest_filter=*quick_gemm_64_1_4_5_8_f32_r_NN_63_4_6_5_63_6_0_63*:\
+                  *quick_gemm_fortran_f64_r_NN_7_9_15_2_17_18_n1_19_F*:\
+                  *quick_gemm_small_f16_rf16_rf16_rf16_rf16_r_NN_8_2_2_1_8_8_1_8_8*";
+    for (way, out) in [
+        ("preload", kfd_emu7(&root, &[], &[test, filter])),
+        ("model", kfd_emu7_model(&root, &[test, filter])),
+    ] {
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{way}: {stdout}\n{stderr}");
+        assert!(
+            stdout.contains("[  PASSED  ] 3 tests."),
+            "{way}: not the 3 tests passed:\n{stdout}\n{stderr}"
+        );
+    }
+}
+
 /// `capi/hip/hip_check.hip` built by hipcc 7.2.4 for gfx90a and gfx942, linked to hiprtc
 /// (HIP 7 moved it out of libamdhip64), once per test process. HIP 7.2.4's headers make the
 /// texture functions unavailable on gfx942 (`__HIP_NO_IMAGE_SUPPORT`): there the image
