@@ -205,3 +205,72 @@ fn bad_calls_are_errors_naming_what_is_wrong() {
     assert_eq!(e.status(), Status::InvalidArgument);
     assert!(e.detail().to_string().contains("CREATE_QUEUE"), "{e}");
 }
+
+/// An AQL queue registered by GPU addresses completes a barrier-AND packet: the completion
+/// signal's value drops to 0, and its event, which has no mailbox (libhsakmt's model mode
+/// gives events no slot: `event_mailbox_ptr` is 0), reaches the host's `set_event` by its
+/// `event_id`; a completion signal with no event raises nothing.
+#[test]
+fn aql_completion_raises_the_signal_event_by_id() {
+    use hsa_core::abi::signal::AmdSignal;
+    use hsa_core::abi::SignalHandle;
+    use hsa_core::packet::{BarrierAnd, HeaderFlags};
+    use std::sync::atomic::Ordering;
+    use zerocopy::IntoBytes;
+
+    let process = ModelProcess::new(model_topology()).unwrap();
+    let gpu = process.create_gpu().unwrap();
+    let aperture = Aperture::new(1 << 20);
+    gpu.set_global_aperture(aperture.addr(), 1 << 20);
+    let (tx, rx) = mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    gpu.set_event_sink(Box::new(move |id| {
+        tx.lock().unwrap().send(id).unwrap();
+    }));
+    let (ring, queue, signals) = (0x1_0000u64, 0x2_0000u64, 0x3_0000u64);
+    for va in [ring, queue, signals] {
+        gpu.alloced_memory(va, 0x1000, 0).unwrap();
+    }
+    // Signal 0: value 1, event 9, no mailbox. Signal 1: value 1, no event.
+    for (k, event_id) in [(0u64, 9u32), (1, 0)] {
+        let s = AmdSignal {
+            value: 1,
+            event_id,
+            ..AmdSignal::default()
+        };
+        aperture.write(signals + 64 * k, s.as_bytes());
+    }
+    let q = gpu
+        .register_queue(&QueueInfo {
+            ring_base_address: ring,
+            // amd_queue_t's write_dispatch_id (offset 56) and read_dispatch_id (offset 128).
+            write_pointer_address: queue + 56,
+            read_pointer_address: queue + 128,
+            ring_size: 4096,
+            queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+        })
+        .unwrap();
+    for (k, signal) in [signals + 64, signals].into_iter().enumerate() {
+        let p = BarrierAnd::new(HeaderFlags::SYSTEM, &[], SignalHandle(signal))
+            .unwrap()
+            .emit()
+            .unwrap();
+        let at = ring + 64 * k as u64;
+        aperture.write(at, &p.bytes);
+        // Publish the header last, as a runtime does.
+        let first = aperture.word(at);
+        let v = first.load(Ordering::Relaxed) & !0xFFFF_FFFF | u64::from(p.header_word);
+        first.store(v, Ordering::Release);
+    }
+    // The write index in memory: the only "doorbell" a model gets.
+    aperture.word(queue + 56).store(2, Ordering::Release);
+    assert_eq!(rx.recv_timeout(Duration::from_secs(20)), Ok(9));
+    assert_eq!(aperture.read(signals, 8), 0i64.to_le_bytes());
+    assert_eq!(aperture.read(signals + 64, 8), 0i64.to_le_bytes());
+    // Nothing else: the event-less signal raised no event.
+    assert_eq!(
+        rx.recv_timeout(Duration::from_millis(200)),
+        Err(mpsc::RecvTimeoutError::Timeout)
+    );
+    gpu.destroy_queue(q).unwrap();
+}

@@ -142,6 +142,17 @@ pub trait ProcessorHost {
     /// Wakes the waiters of event `event_id` (an interrupt signal changed). Never blocks.
     fn signal_event(&self, event_id: u32);
 
+    /// Raises event `event_id` of `signal`, an interrupt signal whose value just changed and
+    /// whose `event_mailbox_ptr` is 0, for a host whose KFD takes signal events by id alone:
+    /// AMD's hsakmt model interface (`hsakmtmodeliface.h`: `hsakmt_model_set_event_fn` takes
+    /// `amd_signal_t::event_id`), whose libhsakmt gives events no mailbox slot. A CP raises
+    /// an event only through its mailbox (`amd_signal_t`, AMDGPUUsage "Signal"), so the
+    /// default raises nothing. A host should raise nothing once `signal`'s memory is freed:
+    /// the runtime may have destroyed the event with it. Never blocks for long.
+    fn signal_event_by_id(&self, signal: SignalHandle, event_id: u32) {
+        let _ = (signal, event_id);
+    }
+
     /// The current timestamp, in the ticks of `HSA_SYSTEM_INFO_TIMESTAMP`; monotonic.
     fn timestamp_ticks(&self) -> u64;
 
@@ -522,14 +533,7 @@ impl PacketProcessor {
             // Release pairs with the waiter's Acquire load of the value: everything the
             // packet wrote (and the timestamps) is visible once the waiter sees the decrement.
             sig.value().fetch_sub(1, Ordering::Release);
-            let mailbox = sig.event_mailbox_ptr().load(Ordering::Acquire);
-            if mailbox != 0 {
-                let id = sig.event_id();
-                notify = host.write_mailbox(GpuVa(mailbox), id);
-                if notify.is_ok() {
-                    host.signal_event(id);
-                }
-            }
+            notify = Self::raise_event(host, command.completion_signal(), &sig);
         }
         self.consumer.release();
         self.started = None;
@@ -549,14 +553,31 @@ impl PacketProcessor {
         sig.value()
             .store(i64::from(inactive::CP_SCRATCH_WAVE64), Ordering::Release);
         self.scratch_wait = true;
-        let mailbox = sig.event_mailbox_ptr().load(Ordering::Acquire);
-        if mailbox != 0 {
-            let id = sig.event_id();
-            if host.write_mailbox(GpuVa(mailbox), id).is_ok() {
-                host.signal_event(id);
-            }
-        }
+        // A bad mailbox leaves the queue waiting for the runtime, which polls the signal.
+        let _ = Self::raise_event(host, self.consumer.ring().queue_inactive_signal(), &sig);
         true
+    }
+
+    /// Raises the event of `sig` (resolved from `handle`) after its value changed: through its
+    /// event mailbox when it has one (write the event id, then wake the event's waiters), else
+    /// by id where the host's KFD takes events so ([`ProcessorHost::signal_event_by_id`]).
+    ///
+    /// # Errors
+    /// `Status::InvalidSignal` when the mailbox is not a live mailbox slot.
+    fn raise_event<H: ProcessorHost + ?Sized>(
+        host: &H,
+        handle: SignalHandle,
+        sig: &RawSignal,
+    ) -> Result<()> {
+        let mailbox = sig.event_mailbox_ptr().load(Ordering::Acquire);
+        let id = sig.event_id();
+        if mailbox != 0 {
+            host.write_mailbox(GpuVa(mailbox), id)?;
+            host.signal_event(id);
+        } else if id != 0 {
+            host.signal_event_by_id(handle, id);
+        }
+        Ok(())
     }
 
     /// Sets the queue's `queue_inactive_signal` (when there is one the host knows) to the

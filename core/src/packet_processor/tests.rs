@@ -164,6 +164,12 @@ impl Signals {
     fn set(&self, k: usize, v: i64) {
         self.raw(k).value().store(v, Ordering::Release);
     }
+
+    /// Makes signal `k` a signal with no event (`event_id` 0), before any processing.
+    fn clear_event_id(&mut self, k: usize) {
+        // SAFETY: `&mut self`: no RawSignal of this set is in use, and `k` is in the slice.
+        unsafe { (*self.ptr(k).as_ptr()).event_id = 0 };
+    }
 }
 
 /// A host that runs kernels by the rules its fields set and logs every call it gets.
@@ -246,6 +252,11 @@ impl ProcessorHost for Host<'_> {
     }
     fn signal_event(&self, id: u32) {
         self.log.borrow_mut().push(format!("event {id}"));
+    }
+    fn signal_event_by_id(&self, signal: SignalHandle, id: u32) {
+        self.log
+            .borrow_mut()
+            .push(format!("event by id {:#x} {id}", signal.0));
     }
     fn timestamp_ticks(&self) -> u64 {
         self.tick_reads.set(self.tick_reads.get() + 1);
@@ -396,6 +407,48 @@ fn a_scratch_request_wakes_the_inactive_signals_event() {
         vec!["kernel 0", "mailbox 0x1000 100", "event 100"]
     );
     assert_eq!(q.processor.stopped(), None);
+}
+
+/// A completion signal with an event but no event mailbox (libhsakmt's model mode gives its
+/// events none) has its event raised by id, with the signal's handle; one with neither event
+/// nor mailbox raises nothing; with a mailbox, the mailbox path alone runs
+/// (`a_scratch_request_wakes_the_inactive_signals_event`).
+#[test]
+fn an_event_without_a_mailbox_is_raised_by_id() {
+    let mut signals = Signals::new(&[1, 1, 0], false);
+    signals.clear_event_id(1);
+    let host = Host::new(&signals);
+    let mut q = Queue::new(false, SignalHandle::NULL);
+    q.push(kernel(signals.handle(0)));
+    q.push(kernel(signals.handle(1)));
+    assert_eq!(q.processor.process(&host, 8), Progress::Processed(2));
+    assert_eq!((signals.value(0), signals.value(1)), (0, 0));
+    assert_eq!(
+        host.log(),
+        vec![
+            String::from("kernel 0"),
+            format!("event by id {:#x} 100", signals.handle(0).0),
+            String::from("kernel 1"),
+        ]
+    );
+}
+
+/// The scratch request's event, for an inactive signal without a mailbox, is raised by id.
+#[test]
+fn a_scratch_request_raises_a_mailboxless_inactive_event_by_id() {
+    let signals = Signals::new(&[0], false);
+    let host = Host::new(&signals);
+    host.scratch_requests.set(1);
+    let mut q = Queue::new(false, signals.handle(0));
+    q.push(kernel(SignalHandle::NULL));
+    assert_eq!(q.processor.process(&host, 8), Progress::Blocked);
+    assert_eq!(
+        host.log(),
+        vec![
+            String::from("kernel 0"),
+            format!("event by id {:#x} 100", signals.handle(0).0)
+        ]
+    );
 }
 
 /// With profiling on, a packet first seen blocked at tick 100 and completed at tick 250

@@ -859,6 +859,20 @@ impl ProcessorHost for CpHost<'_> {
             .poll_slot(event_id);
     }
 
+    fn signal_event_by_id(&self, signal: SignalHandle, event_id: u32) {
+        let Some(sink) = self.device.event_sink(self.gpu_id) else {
+            // amdkfd wakes an event only through its slot in the event page.
+            return;
+        };
+        // The read guard spans the call: the model's `freed_memory` (which takes the table
+        // for writing) cannot free the signal's memory, nor the runtime then destroy its
+        // event, until the host took the event; once the memory is freed, nothing is raised.
+        let allocs = self.allocs();
+        if allocs.device_region(self.gpu_id, signal.0, 64).is_some() {
+            sink(event_id);
+        }
+    }
+
     fn timestamp_ticks(&self) -> u64 {
         super::clock::monotonic_ns()
     }
