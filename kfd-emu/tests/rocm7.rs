@@ -138,14 +138,19 @@ fn kfd_emu7(root: &Path, options: &[&str], command: &[&str]) -> Output {
     run_in(root, &c, false)
 }
 
-/// That hip_check's `section` exited 0 having printed `hip_check: <section> ok`.
-fn assert_section_ok(out: &Output, section: &str) {
+/// That hip_check's `section` exited 0 (through the model interface, `model`: or ended as
+/// `assert_model_run_ok` allows) having printed `hip_check: <section> ok`.
+fn assert_section_ok(out: &Output, section: &str, model: bool) {
     let (stdout, stderr) = text(out);
-    assert!(
-        out.status.success(),
-        "{section}: {:?}\n{stdout}\n{stderr}",
-        out.status
-    );
+    if model {
+        assert_model_run_ok(out, section);
+    } else {
+        assert!(
+            out.status.success(),
+            "{section}: {:?}\n{stdout}\n{stderr}",
+            out.status
+        );
+    }
     assert!(
         stdout.contains(&format!("hip_check: {section} ok")),
         "{section}: {stdout}\n{stderr}"
@@ -278,9 +283,63 @@ fn kfd_emu7_model(root: &Path, command: &[&str]) -> Output {
         "--profile",
         "gfx942",
         "--",
+        // Line-buffered, so that what the program printed survives the abort
+        // `assert_model_run_ok` tolerates.
+        "stdbuf",
+        "-oL",
     ];
     c.extend_from_slice(command);
     run_in(root, &c, false)
+}
+
+/// The one line libhsakmt 7.2.4's model mode prints before it aborts on `SET_EVENT` of an
+/// event it no longer has: "model_set_event: event_id = N is not allocated".
+fn is_set_event_abort(line: &str) -> bool {
+    line.strip_prefix("model_set_event: event_id = ")
+        .and_then(|rest| rest.strip_suffix(" is not allocated"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// That a run through the model interface (`kfd_emu7_model`) exited 0, or ended in the one
+/// abort that ROCR 7.2.4's queue teardown and libhsakmt's model mode make between them, and
+/// nothing else went wrong. `~AqlQueue` waits for its queue-inactive signal's handler, which
+/// on ROCR's async-events thread stores -1 into the signal and then calls `hsaKmtSetEvent`
+/// for its event; the destructor sees the value, goes on, and destroys the event, sometimes
+/// before the handler's `SET_EVENT` arrives. amdkfd answers such a `SET_EVENT` with EINVAL,
+/// which ROCR ignores; libhsakmt's model mode aborts the process (`model_set_event`). It
+/// comes from two ROCR threads, not from the emulated GPU; the callers check what the program
+/// printed, which `stdbuf -oL` keeps.
+fn assert_model_run_ok(out: &Output, what: &str) {
+    if out.status.success() {
+        return;
+    }
+    let (stdout, stderr) = text(out);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let known = lines.iter().filter(|l| is_set_event_abort(l)).count() == 1
+        && lines.last().is_some_and(|l| is_set_event_abort(l));
+    assert!(
+        known,
+        "{what}: {:?}, not the known teardown abort\n{stdout}\n{stderr}",
+        out.status
+    );
+    println!("{what}: ended in libhsakmt's model-mode abort at queue teardown (tolerated)");
+}
+
+#[test]
+fn is_set_event_abort_reads_libhsakmts_line() {
+    assert!(is_set_event_abort(
+        "model_set_event: event_id = 6 is not allocated"
+    ));
+    assert!(is_set_event_abort(
+        "model_set_event: event_id = 4097 is not allocated"
+    ));
+    assert!(!is_set_event_abort(
+        "model_set_event: event_id = 6 out of bounds"
+    ));
+    assert!(!is_set_event_abort(
+        "model_set_event: event_id =  is not allocated"
+    ));
+    assert!(!is_set_event_abort("model: Unimplemented event type"));
 }
 
 /// rocminfo 7.2.4 through AMD's model interface (`HSA_MODEL_LIB`, no `LD_PRELOAD`): libhsakmt
@@ -305,13 +364,12 @@ fn rocminfo7_through_the_model_interface() {
 /// everything at its alias in libhsakmt's global aperture, and completion signals reach
 /// libhsakmt's event table through its `set_event`.
 #[test]
-#[ignore = "libhsakmt 7.2.4's model aborts on set_event of an event the runtime already destroyed (a completion signal's event raced its destroy: \"model_set_event: event_id = 6 is not allocated\", once in about 20 runs); run by hand with --ignored"]
 fn hip7_vector_add_through_the_model_interface() {
     let Some(root) = chroot() else { return };
     let exe = vector_add7(&root);
     let out = kfd_emu7_model(&root, &[exe]);
     let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_model_run_ok(&out, "vector_add7");
     assert!(
         stdout.contains("vector_add: verified 65536 elements on gfx942:sramecc+:xnack-"),
         "{stdout}\n{stderr}"
@@ -328,7 +386,6 @@ fn hip7_vector_add_through_the_model_interface() {
 /// (event times come out 0: the model's GET_CLOCK_COUNTERS answers zeros), `hostmem` and
 /// `memcpy` (HIP pins pageable memory as USERPTR buffers: "model: userptr not supported").
 #[test]
-#[ignore = "libhsakmt 7.2.4's model aborts on set_event of an event the runtime already destroyed (a completion signal's event raced its destroy: \"model_set_event: event_id = 6 is not allocated\", once in about 20 runs); run by hand with --ignored"]
 fn hip7_sections_through_the_model_interface() {
     let Some(root) = chroot() else { return };
     let exe = hip_check7(&root);
@@ -345,7 +402,7 @@ fn hip7_sections_through_the_model_interface() {
         "badlaunch",
     ] {
         let out = kfd_emu7_model(&root, &[exe, section]);
-        assert_section_ok(&out, section);
+        assert_section_ok(&out, section, true);
     }
 }
 
@@ -354,7 +411,6 @@ fn hip7_sections_through_the_model_interface() {
 /// in: the preloaded `/dev/kfd` and AMD's model interface. rocFFT builds its kernels for the
 /// device with hiprtc at run time.
 #[test]
-#[ignore = "libhsakmt 7.2.4's model aborts on set_event of an event the runtime already destroyed (a completion signal's event raced its destroy: \"model_set_event: event_id = 6 is not allocated\", once in about 20 runs); run by hand with --ignored"]
 fn rocfft7_real_to_complex_on_rocr7_both_ways_in() {
     let Some(root) = chroot() else { return };
     let test = "/usr/libexec/rocm/librocfft0-tests/rocfft-test";
@@ -374,7 +430,11 @@ fn rocfft7_real_to_complex_on_rocr7_both_ways_in() {
         ("model", kfd_emu7_model(&root, &command)),
     ] {
         let (stdout, stderr) = text(&out);
-        assert!(out.status.success(), "{way}: {stdout}\n{stderr}");
+        if way == "model" {
+            assert_model_run_ok(&out, way);
+        } else {
+            assert!(out.status.success(), "{way}: {stdout}\n{stderr}");
+        }
         assert!(
             stdout.contains("[  PASSED  ] 38 tests."),
             "{way}: not the 38 tests passed:\n{stdout}\n{stderr}"
@@ -386,7 +446,6 @@ fn rocfft7_real_to_complex_on_rocr7_both_ways_in() {
 /// cases `hip7.rs` runs on hsa-rt's library) on ROCR 7.2.4 under kfd-emu, both ways in: the
 /// preloaded `/dev/kfd` on the built-in gfx90a, and AMD's model interface on gfx942.
 #[test]
-#[ignore = "libhsakmt 7.2.4's model aborts on set_event of an event the runtime already destroyed (a completion signal's event raced its destroy: \"model_set_event: event_id = 6 is not allocated\", once in about 20 runs); run by hand with --ignored"]
 fn rocblas7_tensile_gemms_on_rocr7_both_ways_in() {
     let Some(root) = chroot() else { return };
     let test = "/usr/libexec/rocm/librocblas5-tests/rocblas-test";
@@ -402,7 +461,11 @@ fn rocblas7_tensile_gemms_on_rocr7_both_ways_in() {
         ("model", kfd_emu7_model(&root, &[test, filter])),
     ] {
         let (stdout, stderr) = text(&out);
-        assert!(out.status.success(), "{way}: {stdout}\n{stderr}");
+        if way == "model" {
+            assert_model_run_ok(&out, way);
+        } else {
+            assert!(out.status.success(), "{way}: {stdout}\n{stderr}");
+        }
         assert!(
             stdout.contains("[  PASSED  ] 3 tests."),
             "{way}: not the 3 tests passed:\n{stdout}\n{stderr}"
@@ -461,7 +524,7 @@ fn hip7_sections_on_rocr7_under_kfd_emu() {
         "badlaunch",
     ] {
         let out = kfd_emu7(&root, &[], &[exe, section]);
-        assert_section_ok(&out, section);
+        assert_section_ok(&out, section, false);
     }
 }
 
