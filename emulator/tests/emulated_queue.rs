@@ -70,7 +70,22 @@ fn setup() -> Setup {
 }
 
 fn setup_with(topology: hsa_linux::topology::Topology) -> Setup {
+    setup_full(topology, None)
+}
+
+/// `setup_with`; with `ctx_save_area` (an arena offset), the process enables its runtime
+/// first (RUNTIME_ENABLE, as ROCR 7 does before its first queue) and the queue is created
+/// with its context save area there.
+fn setup_full(topology: hsa_linux::topology::Topology, ctx_save_area: Option<u64>) -> Setup {
     let d = EmulatedKfd::new(topology).unwrap();
+    if ctx_save_area.is_some() {
+        let mut a = RuntimeEnableArgs {
+            mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
+            ..Default::default()
+        };
+        // SAFETY: the argument carries no pointer the device follows (r_debug is 0).
+        unsafe { d.ioctl(AMDKFD_IOC_RUNTIME_ENABLE, a.as_mut_bytes()) }.unwrap();
+    }
     // These tests are about the CP and host implementations: the kernel object is not a
     // real kernel descriptor.
     d.set_execution_mode(ExecutionMode::HostOnly);
@@ -123,6 +138,8 @@ fn setup_with(topology: hsa_linux::topology::Topology) -> Setup {
         queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
         queue_percentage: 100,
         queue_priority: 7,
+        ctx_save_restore_address: ctx_save_area.map_or(0, |off| base + off),
+        ctx_save_restore_size: if ctx_save_area.is_some() { 1024 } else { 0 },
         ..Default::default()
     };
     // SAFETY: the ring and the amd_queue_t are in the arena, registered and mapped to the GPU
@@ -469,6 +486,62 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_memory_event() {
     // The process is alive and the device still answers.
     let mut v = GetVersionArgs::default();
     plain_ioctl(&*s.d, &mut v).unwrap();
+}
+
+/// For a process whose runtime is enabled, a queue error reaches the runtime as amdkfd sends
+/// an exception (`kfd_send_exception_to_runtime`): its `KFD_EC_MASK` bit (a kernel object
+/// the device cannot run: `INVALID_PACKET_FORMAT`, `EC_QUEUE_PACKET_UNSUPPORTED` = 20) ORed
+/// into the word the context save area header's `err_payload_addr` names, then its
+/// `err_event_id` set; no hardware exception. A header naming no signal event leaves the
+/// report to the hardware-exception event, as before.
+#[test]
+fn a_queue_error_reaches_an_enabled_runtime_as_an_exception() {
+    const CSA: u64 = 9216;
+    const PAYLOAD: u64 = 9472;
+    for good_event in [true, false] {
+        let s = setup_full(builtin_topology(), Some(CSA));
+        let base = s.arena.base();
+        let mut ce = CreateEventArgs {
+            event_type: KFD_IOC_EVENT_SIGNAL,
+            auto_reset: 1,
+            ..Default::default()
+        };
+        plain_ioctl(&*s.d, &mut ce).unwrap();
+        let hw_event = exception_event(&s.d, KFD_IOC_EVENT_HW_EXCEPTION);
+        // struct kfd_context_save_area_header: err_payload_addr at byte 24, err_event_id at 32.
+        s.arena
+            .word(CSA + 24)
+            .store(base + PAYLOAD, Ordering::Relaxed);
+        let event_id = if good_event { ce.event_id } else { 9999 };
+        s.arena
+            .word(CSA + 32)
+            .store(u64::from(event_id), Ordering::Relaxed);
+        s.arena.word(PAYLOAD).store(1 << 40, Ordering::Release);
+        s.dispatch_kernel(0, base + KERNARG, 1, KERNEL_OBJECT + 64);
+        if good_event {
+            assert_eq!(
+                wait_event(&s.d, ce.event_id, 10_000),
+                KFD_IOC_WAIT_RESULT_COMPLETE
+            );
+            assert_eq!(
+                s.arena.word(PAYLOAD).load(Ordering::Acquire),
+                1 << 40 | kfd_ec_mask(EC_QUEUE_PACKET_UNSUPPORTED)
+            );
+            assert_eq!(kfd_ec_mask(EC_QUEUE_PACKET_UNSUPPORTED), 1 << 19);
+            assert_eq!(
+                wait_event(&s.d, hw_event, 200),
+                KFD_IOC_WAIT_RESULT_TIMEOUT,
+                "the runtime took the exception"
+            );
+        } else {
+            assert_eq!(
+                wait_event(&s.d, hw_event, 10_000),
+                KFD_IOC_WAIT_RESULT_COMPLETE
+            );
+        }
+        let logged = s.d.queue_error(s.queue_id).expect("logged");
+        assert_eq!(logged.status(), Status::InvalidPacketFormat);
+    }
 }
 
 /// RUNTIME_ENABLE once the process has a queue is `EEXIST` (amdkfd's `runtime_enable`:

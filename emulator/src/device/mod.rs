@@ -98,8 +98,9 @@ use hsa_core::platform::HeapType;
 use hsa_core::runtime::agent::amdkfd_queues_per_process;
 use hsa_core::{error, Error, GpuVa, Status};
 use rustix::io::Errno;
-use zerocopy::IntoBytes;
+use zerocopy::{FromBytes, IntoBytes};
 
+use hsa_linux::device::ContextSaveAreaHeader;
 use hsa_linux::kfd::abi::*;
 use hsa_linux::kfd::driver::{KfdDriver, MapTarget};
 use hsa_linux::topology::Topology;
@@ -425,7 +426,12 @@ impl Device {
     ///   `KFD_IOC_EVENT_MEMORY` event ([`Device::raise_vm_fault`]) — unless the CP raised it
     ///   already (`vm_fault_raised`) between storing the inactive signal's value and waking
     ///   its waiters, as a GPU's VM interrupt comes before anyone learns of the stop —; for
-    ///   any other error every `KFD_IOC_EVENT_HW_EXCEPTION` event,
+    ///   an error an exception code stands for, in a process whose runtime is enabled
+    ///   (RUNTIME_ENABLE, ROCR 6 and later), the exception to the runtime through the queue's
+    ///   context save area ([`Device::send_exception_to_runtime`] with `ctx_save_area`, the
+    ///   area's address or 0), as amdkfd sends the CP's `CP_BAD_OPCODE` and the trap
+    ///   handler's wave errors; failing that, or for any other error, every
+    ///   `KFD_IOC_EVENT_HW_EXCEPTION` event,
     ///   with `kfd_hsa_hw_exception_data` (the GPU, a per-engine reset caused by a hang, no
     ///   memory lost: the queue's engine stopped, nothing else did;
     ///   `kfd_signal_hw_exception_event`). A process that created no such event is told
@@ -437,6 +443,7 @@ impl Device {
         error: &Error,
         fault: Option<MemoryFault>,
         vm_fault_raised: bool,
+        ctx_save_area: u64,
     ) {
         log::error!(
             "queue {queue_id} stopped with {}: {}",
@@ -462,6 +469,14 @@ impl Device {
             }
             return;
         }
+        if self.runtime_enabled.load(Ordering::SeqCst) {
+            if let Some(ec) = exception_code(error.status()) {
+                if self.send_exception_to_runtime(queue_id, gpu_id, ctx_save_area, kfd_ec_mask(ec))
+                {
+                    return;
+                }
+            }
+        }
         let mut data = [0u8; 32];
         let d = HsaHwExceptionData {
             reset_type: KFD_HW_EXCEPTION_PER_ENGINE_RESET,
@@ -471,6 +486,80 @@ impl Device {
         };
         data[..16].copy_from_slice(d.as_bytes());
         lock(&self.events).signal_type(KFD_IOC_EVENT_HW_EXCEPTION, data);
+    }
+
+    /// amdkfd's report of a queue exception to a process whose runtime is enabled and that no
+    /// debugger is attached to (`kfd_set_dbg_ev_from_interrupt` → `kfd_send_exception_to_runtime`,
+    /// linux `kfd_debug.c`, `kfd_process.c`): ORs `error_reason` (`KFD_EC_MASK` bits) into the
+    /// 64-bit word whose address the header of the queue's context save area
+    /// (`ctx_save_area`, `struct kfd_context_save_area_header`) holds in `err_payload_addr`,
+    /// then sets the signal event its `err_event_id` names. ROCR 7 points these at its queue's
+    /// exception signal and event, whose handler maps the bits to the queue error callback's
+    /// status. `false`, with a warning naming what is wrong, when the queue has no save area,
+    /// the header or the word is not in memory the GPU reaches, or the event is not a signal
+    /// event (amdkfd's `get_user`/`kfd_set_event` fail there too): the caller reports the
+    /// error another way.
+    pub(crate) fn send_exception_to_runtime(
+        &self,
+        queue_id: u32,
+        gpu_id: u32,
+        ctx_save_area: u64,
+        error_reason: u64,
+    ) -> bool {
+        let warn = |why: String| {
+            log::warn!(
+                "queue {queue_id}: exception {error_reason:#x} not sent to the runtime: {why}"
+            );
+            false
+        };
+        if ctx_save_area == 0 {
+            return warn("the queue has no context save area".into());
+        }
+        let header = {
+            let allocs = self.allocs.read().unwrap_or_else(PoisonError::into_inner);
+            let mut bytes = [0u8; size_of::<ContextSaveAreaHeader>()];
+            let read = allocs
+                .device_region(gpu_id, ctx_save_area, bytes.len() as u64)
+                .map(|r| r.try_read_at(0, &mut bytes));
+            match read {
+                Some(Ok(())) => ContextSaveAreaHeader::read_from_bytes(&bytes)
+                    .expect("the buffer is the header's size"),
+                _ => {
+                    return warn(format!(
+                        "the context save area header at {ctx_save_area:#x} is not in memory"
+                    ))
+                }
+            }
+        };
+        let payload = header.error_reason;
+        {
+            let allocs = self.allocs.read().unwrap_or_else(PoisonError::into_inner);
+            let word = allocs
+                .device_region(gpu_id, payload, 8)
+                .filter(|_| payload % 8 == 0);
+            match word.as_ref().and_then(|r| r.atomic_u64(0)) {
+                // Release pairs with the runtime's Acquire load of its exception signal.
+                Some(w) => {
+                    w.fetch_or(error_reason, Ordering::Release);
+                }
+                None => {
+                    return warn(format!(
+                        "err_payload_addr {payload:#x} is not an aligned 64-bit word in memory"
+                    ))
+                }
+            }
+        }
+        let mut events = lock(&self.events);
+        match events.table.get(&header.error_event_id) {
+            Some(e) if e.event_type == KFD_IOC_EVENT_SIGNAL => {
+                events.set(header.error_event_id);
+                true
+            }
+            _ => warn(format!(
+                "err_event_id {} is not a signal event",
+                header.error_event_id
+            )),
+        }
     }
 
     /// Keeps `error` as queue `queue_id`'s in the device's log of queue errors
@@ -537,6 +626,27 @@ impl std::fmt::Debug for EmulatedKfd {
 /// The machine's `available_parallelism` (1 when unknown).
 fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The exception amdkfd reports for a queue that stopped with `status` (`enum
+/// kfd_dbg_trap_exception_code`): the CP's bad-packet codes, which its `CP_BAD_OPCODE`
+/// interrupt carries, and the wave errors the trap handler reports. Inverse of ROCR 7's
+/// `AqlQueue::ExceptionHandler` table. An unsupported and a vendor packet both come out as
+/// `EC_QUEUE_PACKET_UNSUPPORTED` (ROCR reports both as `INVALID_PACKET_FORMAT`). `None` for a
+/// memory fault (amdkfd's VM-fault event) and statuses no exception stands for.
+fn exception_code(status: Status) -> Option<u32> {
+    Some(match status {
+        Status::IncompatibleArguments => EC_QUEUE_PACKET_DISPATCH_DIM_INVALID,
+        Status::InvalidAllocation => EC_QUEUE_PACKET_DISPATCH_GROUP_SEGMENT_SIZE_INVALID,
+        Status::InvalidCodeObject => EC_QUEUE_PACKET_DISPATCH_CODE_INVALID,
+        Status::InvalidPacketFormat => EC_QUEUE_PACKET_UNSUPPORTED,
+        Status::InvalidArgument => EC_QUEUE_PACKET_DISPATCH_WORK_GROUP_SIZE_INVALID,
+        Status::InvalidIsa => EC_QUEUE_PACKET_DISPATCH_REGISTER_INVALID,
+        Status::IllegalInstruction => EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION,
+        Status::MemoryApertureViolation => EC_QUEUE_WAVE_APERTURE_VIOLATION,
+        Status::Exception => EC_QUEUE_WAVE_TRAP,
+        _ => return None,
+    })
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -997,6 +1107,47 @@ impl Drop for EmulatedKfd {
 mod tests {
     use super::*;
     use hsa_linux::kfd::calls::plain_ioctl;
+
+    /// Each queue error's exception code is the one ROCR 7.2.4's `AqlQueue::ExceptionHandler`
+    /// turns back into the same status (its table, from `amd_aql_queue.cpp`); a memory fault
+    /// and statuses no exception stands for have none.
+    #[test]
+    fn exception_codes_round_trip_through_rocr7s_table() {
+        let rocr7 = |ec: u32| match ec {
+            1..=3 => Status::Exception,
+            4 => Status::IllegalInstruction,
+            5 => Status::MemoryFault,
+            6 | 33 => Status::MemoryApertureViolation,
+            16 => Status::IncompatibleArguments,
+            17 => Status::InvalidAllocation,
+            18 => Status::InvalidCodeObject,
+            20 | 23 => Status::InvalidPacketFormat,
+            21 => Status::InvalidArgument,
+            22 => Status::InvalidIsa,
+            _ => Status::Error,
+        };
+        for status in [
+            Status::IncompatibleArguments,
+            Status::InvalidAllocation,
+            Status::InvalidCodeObject,
+            Status::InvalidPacketFormat,
+            Status::InvalidArgument,
+            Status::InvalidIsa,
+            Status::IllegalInstruction,
+            Status::MemoryApertureViolation,
+            Status::Exception,
+        ] {
+            let ec = exception_code(status).unwrap();
+            assert_eq!(rocr7(ec), status, "{status:?} -> {ec}");
+        }
+        for status in [Status::MemoryFault, Status::OutOfResources, Status::Error] {
+            assert_eq!(exception_code(status), None, "{status:?}");
+        }
+        assert_eq!(
+            kfd_ec_mask(EC_QUEUE_PACKET_DISPATCH_WORK_GROUP_SIZE_INVALID),
+            1 << 20
+        );
+    }
 
     fn dev() -> Arc<EmulatedKfd> {
         EmulatedKfd::new(builtin_topology()).unwrap()

@@ -88,6 +88,16 @@ pub(crate) struct QueueCtl {
 }
 
 impl QueueCtl {
+    /// The address of the queue's context save area, from its MQD
+    /// (`cp_hqd_ctx_save_base_addr`; 0: none).
+    pub(crate) fn ctx_save_area(&self) -> u64 {
+        let m = self.mqd.lock().unwrap_or_else(PoisonError::into_inner);
+        hsa_core::wire::mqd::join(
+            m.cp_hqd_ctx_save_base_addr_lo,
+            m.cp_hqd_ctx_save_base_addr_hi,
+        )
+    }
+
     /// Wakes the processor if it sleeps (the device does, to stop it). Never blocks for long
     /// (a mutex taken only to pair with a sleeper).
     pub(crate) fn kick(&self) {
@@ -312,8 +322,14 @@ impl CpThread {
                     // Reported here, after the allocation lock is released: the queue's
                     // inactive signal already holds the status (the processor stored it).
                     let (fault, raised) = fault;
-                    self.device
-                        .report_queue_error(self.queue_id, self.gpu_id, &e, fault, raised);
+                    self.device.report_queue_error(
+                        self.queue_id,
+                        self.gpu_id,
+                        &e,
+                        fault,
+                        raised,
+                        self.ctl.ctx_save_area(),
+                    );
                 }
             }
         }
@@ -452,6 +468,7 @@ impl Pm4Thread {
                         &e,
                         host.fault.get(),
                         false,
+                        self.ctl.ctx_save_area(),
                     );
                     // Stopped: wait to be destroyed.
                     while !self.ctl.stop.load(Ordering::SeqCst) {

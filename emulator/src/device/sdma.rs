@@ -755,7 +755,8 @@ fn report_stop(
     fault: Option<MemoryFault>,
 ) {
     if error.status() == Status::MemoryFault {
-        device.report_queue_error(queue_id, gpu_id, error, fault, false);
+        // An SDMA queue has no context save area: amdkfd has no exception to send for it.
+        device.report_queue_error(queue_id, gpu_id, error, fault, false, 0);
         return;
     }
     log::error!(

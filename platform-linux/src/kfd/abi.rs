@@ -741,6 +741,41 @@ pub const KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK: u32 = 1;
 /// `RUNTIME_ENABLE` mode: set up trap temporaries (ttmp) save.
 pub const KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK: u32 = 2;
 
+/// `enum kfd_dbg_trap_exception_code` (kfd_ioctl.h 1.13+): the exceptions amdkfd reports to a
+/// debugger, or, for a process whose runtime is enabled and no debugger is attached, to the
+/// runtime (`kfd_send_exception_to_runtime`: ORed into the 64-bit error reason the queue's
+/// context-save-area header points at, then its error event set). A wave aborted.
+pub const EC_QUEUE_WAVE_ABORT: u32 = 1;
+/// Exception code: a wave trapped (`s_trap`).
+pub const EC_QUEUE_WAVE_TRAP: u32 = 2;
+/// Exception code: a wave raised a floating-point exception.
+pub const EC_QUEUE_WAVE_MATH_ERROR: u32 = 3;
+/// Exception code: a wave met an illegal instruction.
+pub const EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION: u32 = 4;
+/// Exception code: a wave violated memory (a fault the trap handler saw).
+pub const EC_QUEUE_WAVE_MEMORY_VIOLATION: u32 = 5;
+/// Exception code: a wave's address was outside every aperture.
+pub const EC_QUEUE_WAVE_APERTURE_VIOLATION: u32 = 6;
+/// Exception code: the CP refused a dispatch's grid or work-group dimensions.
+pub const EC_QUEUE_PACKET_DISPATCH_DIM_INVALID: u32 = 16;
+/// Exception code: the CP refused a dispatch's group segment size.
+pub const EC_QUEUE_PACKET_DISPATCH_GROUP_SEGMENT_SIZE_INVALID: u32 = 17;
+/// Exception code: the CP refused a dispatch's kernel code (null or invalid).
+pub const EC_QUEUE_PACKET_DISPATCH_CODE_INVALID: u32 = 18;
+/// Exception code: an AQL packet type the CP does not support.
+pub const EC_QUEUE_PACKET_UNSUPPORTED: u32 = 20;
+/// Exception code: the CP refused a dispatch's work-group size (too many work-items).
+pub const EC_QUEUE_PACKET_DISPATCH_WORK_GROUP_SIZE_INVALID: u32 = 21;
+/// Exception code: the CP refused a dispatch's register counts.
+pub const EC_QUEUE_PACKET_DISPATCH_REGISTER_INVALID: u32 = 22;
+/// Exception code: a vendor-specific packet the CP does not support.
+pub const EC_QUEUE_PACKET_VENDOR_UNSUPPORTED: u32 = 23;
+
+/// `KFD_EC_MASK(ecode)`: exception code `ec` (1-64) as its bit of an error reason.
+pub const fn kfd_ec_mask(ec: u32) -> u64 {
+    1 << (ec - 1)
+}
+
 // ---- mmap offsets (kfd_priv.h, byte offsets since linux 5.6) ----
 
 /// Bits of a gpu id hash kept in an mmap offset.
