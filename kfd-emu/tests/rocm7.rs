@@ -642,9 +642,12 @@ fn refusal_reads_trace_lines() {
 }
 
 /// rocrtst 7.2.4 (Debian's libhsa-runtime64-tests, unpacked by hand beside its libamd-smi26
-/// dependency): its example test on ROCR 7.2.4 under kfd-emu.
+/// dependency) on ROCR 7.2.4 under kfd-emu: its example test, and the four negative
+/// queue-validation tests, whose queue error callbacks ROCR 7 calls only when amdkfd reports
+/// the CP's refusal as an exception to the runtime (`kfd_send_exception_to_runtime`; the
+/// status comes from the exception code: dimensions, group memory, kernel object, packet).
 #[test]
-fn rocrtst7_example_on_rocr7_under_kfd_emu() {
+fn rocrtst7_example_and_queue_validation_on_rocr7_under_kfd_emu() {
     let Some(root) = chroot() else { return };
     let out = kfd_emu7(
         &root,
@@ -653,12 +656,12 @@ fn rocrtst7_example_on_rocr7_under_kfd_emu() {
             "env",
             "LD_LIBRARY_PATH=/usr/local/lib/rocrtst-compat",
             "/usr/libexec/rocm/libhsa-runtime64-tests/run-tests",
-            "--gtest_filter=rocrtst.Test_Example",
+            "--gtest_filter=rocrtst.Test_Example:rocrtstNeg.Queue_Validation_*",
         ],
     );
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("[  PASSED  ] 1 test."), "{stdout}");
+    assert!(stdout.contains("[  PASSED  ] 5 tests."), "{stdout}");
 }
 
 /// The hsa_* functions HIP 7.2.4 imports that hsa-rt's library lacks (`ldd -r`).
