@@ -393,6 +393,41 @@ fn pm4_dispatch_of_a_vector_add_computes_what_the_host_computes() {
 /// WAIT_REG_MEM on memory holds the queue until the host writes the value: a flag the host
 /// sets later lets the RELEASE_MEM after it run; the HDP flush (write REQ, wait on DONE at
 /// NBIO's 0xd20 + 0x106/0x107, tinygrad's `memory_barrier`) passes at once.
+/// A producer that stores the write-pointer word, then the doorbell (tinygrad's
+/// `signal_doorbell`), may see the CP run its packets from the word before the doorbell
+/// store: the doorbell, still behind the read pointer, is not taken as the write pointer
+/// (it was, once in CI: "write pointer 0 against read pointer 30"). Here the doorbell is
+/// rung late, then a second batch comes by the word alone.
+#[test]
+fn a_doorbell_behind_the_read_pointer_is_not_the_write_pointer() {
+    let s = setup();
+    let bell = || {
+        // SAFETY: the doorbell page stays mapped while the device lives; the CP reads it
+        // atomically.
+        unsafe { AtomicU64::from_ptr(s.doorbell.as_ptr()) }
+    };
+    let mut stream = release_mem(s.base() + FLAG, 5, 0, 0);
+    let n = stream.len() as u64;
+    for (k, &d) in stream.iter().enumerate() {
+        s.set_dword(RING + k as u64 * 4, d);
+    }
+    // The word only: the doorbell still holds 0.
+    s.word(WPTR).store(n, Ordering::Release);
+    assert!(s.wait_flag(5), "{:?}", s.d.queue_error(s.queue_id));
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(s.d.queue_error(s.queue_id), None);
+    bell().store(n, Ordering::Release);
+    // A second batch by the word alone, the doorbell left at the first.
+    stream = release_mem(s.base() + FLAG, 6, 0, 0);
+    for (k, &d) in stream.iter().enumerate() {
+        s.set_dword(RING + (n + k as u64) * 4, d);
+    }
+    s.word(WPTR)
+        .store(n + stream.len() as u64, Ordering::Release);
+    assert!(s.wait_flag(6), "{:?}", s.d.queue_error(s.queue_id));
+    assert_eq!(s.d.queue_error(s.queue_id), None);
+}
+
 #[test]
 fn wait_reg_mem_waits_for_memory_and_passes_the_hdp_flush() {
     let s = setup();

@@ -361,22 +361,26 @@ pub(crate) struct Pm4Thread {
 }
 
 impl Pm4Thread {
-    /// The write pointer: the doorbell's value, or the write pointer's word when the
-    /// doorbell still holds what the thread last took.
-    fn write_pointer(&self, host: &CpHost<'_>, last: u64) -> u64 {
+    /// The write pointer, given the read pointer `rptr` (both unwrapped dword counts): the
+    /// doorbell's value when it is ahead of `rptr`, else the write pointer's word (the HQD's
+    /// write-pointer poll) when that is, else `rptr` (nothing new). A doorbell behind `rptr`
+    /// is one not rung since the thread took a newer write pointer from the word: tinygrad
+    /// stores the word, then the doorbell, and the thread may run the packets between the
+    /// two stores. A word behind `rptr` is one the producer does not keep.
+    fn write_pointer(&self, host: &CpHost<'_>, rptr: u64) -> u64 {
         // Acquire pairs with the producer's Release store of the doorbell (after its ring
         // stores).
         let doorbell = self
             .doorbell
             .atomic_u64(0)
             .map_or(0, |w| w.load(Ordering::Acquire));
-        if doorbell != last {
+        if doorbell > rptr {
             return doorbell;
         }
         let mut w = [0u32; 2];
         match host.read_dwords(self.write_pointer_va, &mut w) {
-            Ok(()) => u64::from(w[0]) | u64::from(w[1]) << 32,
-            Err(_) => doorbell,
+            Ok(()) => (u64::from(w[0]) | u64::from(w[1]) << 32).max(rptr),
+            Err(_) => rptr,
         }
     }
 
