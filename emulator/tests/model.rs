@@ -93,6 +93,17 @@ impl Drop for Aperture {
     }
 }
 
+/// Sets `gpu`'s event sink (the host's `set_event`) to one that sends each event id down the
+/// returned channel.
+fn events_to_channel(gpu: &hsa_emu::device::model::ModelGpu) -> mpsc::Receiver<u32> {
+    let (tx, rx) = mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    gpu.set_event_sink(Box::new(move |id| {
+        tx.lock().unwrap().send(id).unwrap();
+    }));
+    rx
+}
+
 /// An SDMA queue registered by GPU addresses copies between buffers of the global aperture,
 /// writes its fence there, and its trap reaches the host's `set_event` as the event id, not
 /// the emulated amdkfd's event table: libhsakmt's model mode, with the SDMA engine taking the
@@ -104,11 +115,7 @@ fn sdma_queue_runs_in_the_global_aperture_and_signals_the_host() {
     assert_eq!(gpu.gpu_id(), 2);
     let aperture = Aperture::new(1 << 20);
     gpu.set_global_aperture(aperture.addr(), 1 << 20);
-    let (tx, rx) = mpsc::channel();
-    let tx = std::sync::Mutex::new(tx);
-    gpu.set_event_sink(Box::new(move |id| {
-        tx.lock().unwrap().send(id).unwrap();
-    }));
+    let rx = events_to_channel(&gpu);
     let (ring, pointers, src, dst) = (0x1_0000u64, 0x2_0000u64, 0x3_0000u64, 0x4_0000u64);
     for va in [ring, pointers, src, dst] {
         gpu.alloced_memory(va, 0x1000, 0).unwrap();
@@ -222,11 +229,7 @@ fn aql_completion_raises_the_signal_event_by_id() {
     let gpu = process.create_gpu().unwrap();
     let aperture = Aperture::new(1 << 20);
     gpu.set_global_aperture(aperture.addr(), 1 << 20);
-    let (tx, rx) = mpsc::channel();
-    let tx = std::sync::Mutex::new(tx);
-    gpu.set_event_sink(Box::new(move |id| {
-        tx.lock().unwrap().send(id).unwrap();
-    }));
+    let rx = events_to_channel(&gpu);
     let (ring, queue, signals) = (0x1_0000u64, 0x2_0000u64, 0x3_0000u64);
     for va in [ring, queue, signals] {
         gpu.alloced_memory(va, 0x1000, 0).unwrap();
