@@ -22,7 +22,7 @@ pub mod raw;
 pub mod wait;
 
 pub use doorbell::{DoorbellRinger, DoorbellSignal};
-pub use group::{wait_any, SignalGroup, MAX_WAIT_EVENTS};
+pub use group::{wait_all, wait_any, SignalGroup, MAX_WAIT_EVENTS};
 pub use order::{LoadOrder, MemoryOrder, StoreOrder};
 #[cfg(not(feature = "alloc"))]
 pub use pool::FIXED_MAX_SLABS;
