@@ -303,6 +303,28 @@ int main(void) {
      HSA_EXT_STATUS_ERROR_SAMPLER_DESCRIPTOR_UNSUPPORTED);
   IS(hsa_ext_sampler_create_v2(gpu, NULL, &sampler), HSA_STATUS_ERROR_INVALID_ARGUMENT);
 
+  /* hsa_amd_signal_wait_all: a destroyed signal counts as satisfied with value 0 (ROCR 7.2.4
+   * reads the freed signal instead: c/rocr7_rest.c leaves this case out); a live one is
+   * waited for, and a condition is read only for live signals. */
+  {
+    hsa_signal_t dead, live;
+    OK(hsa_signal_create(2, 0, NULL, &live));
+    OK(hsa_signal_create(3, 0, NULL, &dead));
+    OK(hsa_signal_destroy(dead)); /* created last: no later signal takes its handle */
+    hsa_signal_t pair[2] = {dead, live};
+    hsa_signal_condition_t conds[2] = {(hsa_signal_condition_t)7, HSA_SIGNAL_CONDITION_EQ};
+    hsa_signal_value_t want[2] = {3, 2}, got[2] = {9, 9};
+    EXPECT(hsa_amd_signal_wait_all(2, pair, conds, want, 0, HSA_WAIT_STATE_ACTIVE, got) == 0);
+    EXPECT(got[0] == 0 && got[1] == 2);
+    want[1] = 1;
+    EXPECT(hsa_amd_signal_wait_all(2, pair, conds, want, 1000, HSA_WAIT_STATE_BLOCKED, got) ==
+           UINT32_MAX);
+    EXPECT(got[0] == 0 && got[1] == 0);
+    EXPECT(hsa_amd_signal_wait_all(2, NULL, conds, want, 0, HSA_WAIT_STATE_ACTIVE, got) ==
+           UINT32_MAX);
+    OK(hsa_signal_destroy(live));
+  }
+
   OK(hsa_signal_destroy(gate));
   OK(hsa_signal_destroy(done));
   OK(hsa_amd_memory_pool_free(host));

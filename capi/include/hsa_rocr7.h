@@ -129,6 +129,80 @@ hsa_status_t HSA_API hsa_ext_sampler_create_v2(
     hsa_agent_t agent, const hsa_ext_sampler_descriptor_v2_t* sampler_descriptor,
     hsa_ext_sampler_t* sampler);
 
+/* hsa_amd_queue_get_info attributes (hsa_queue_info_attribute_t). */
+typedef enum {
+  HSA_AMD_QUEUE_INFO_AGENT,       /* hsa_agent_t */
+  HSA_AMD_QUEUE_INFO_DOORBELL_ID, /* uint64_t */
+} hsa_queue_info_attribute_t;
+/* hsa_amd_portable_export_dmabuf_v2 flags (hsa_amd_dma_buf_mapping_type_t). */
+#define HSA_RT_AMD_DMABUF_MAPPING_TYPE_NONE 0ull
+#define HSA_RT_AMD_DMABUF_MAPPING_TYPE_PCIE 1ull
+
+hsa_status_t HSA_API hsa_amd_queue_get_info(hsa_queue_t* queue,
+                                            hsa_queue_info_attribute_t attribute, void* value);
+uint32_t HSA_API hsa_amd_signal_wait_all(uint32_t signal_count, hsa_signal_t* signals,
+                                         hsa_signal_condition_t* conds,
+                                         hsa_signal_value_t* values, uint64_t timeout_hint,
+                                         hsa_wait_state_t wait_hint,
+                                         hsa_signal_value_t* satisfying_values);
+hsa_status_t HSA_API hsa_amd_portable_export_dmabuf_v2(const void* ptr, size_t size,
+                                                       int* dmabuf, uint64_t* offset,
+                                                       uint64_t flags);
+hsa_status_t HSA_API hsa_amd_portable_close_dmabuf(int dmabuf);
+hsa_status_t HSA_API hsa_amd_spm_acquire(hsa_agent_t preferred_agent);
+hsa_status_t HSA_API hsa_amd_spm_release(hsa_agent_t preferred_agent);
+hsa_status_t HSA_API hsa_amd_spm_set_dest_buffer(hsa_agent_t preferred_agent,
+                                                 size_t size_in_bytes, uint32_t* timeout,
+                                                 uint32_t* size_copied, void* dest,
+                                                 bool* is_data_loss);
+
+#endif
+
+/* PC sampling (hsa_ven_amd_pc_sampling.h of ROCR 7), unless that header was included. */
+#ifndef HSA_VEN_AMD_PC_SAMPLING_H
+typedef enum {
+  HSA_VEN_AMD_PCS_METHOD_HOSTTRAP_V1,
+  HSA_VEN_AMD_PCS_METHOD_STOCHASTIC_V1
+} hsa_ven_amd_pcs_method_kind_t;
+typedef enum {
+  HSA_VEN_AMD_PCS_INTERVAL_UNITS_MICRO_SECONDS,
+  HSA_VEN_AMD_PCS_INTERVAL_UNITS_CLOCK_CYCLES,
+  HSA_VEN_AMD_PCS_INTERVAL_UNITS_INSTRUCTIONS
+} hsa_ven_amd_pcs_units_t;
+typedef hsa_status_t (*hsa_ven_amd_pcs_data_copy_callback_t)(void* hsa_callback_data,
+                                                             size_t data_size, void* destination);
+typedef void (*hsa_ven_amd_pcs_data_ready_callback_t)(
+    void* client_callback_data, size_t data_size, size_t lost_sample_count,
+    hsa_ven_amd_pcs_data_copy_callback_t data_copy_callback, void* hsa_callback_data);
+typedef struct {
+  uint64_t handle;
+} hsa_ven_amd_pcs_t;
+typedef struct {
+  hsa_ven_amd_pcs_method_kind_t method;
+  hsa_ven_amd_pcs_units_t units;
+  size_t min_interval;
+  size_t max_interval;
+  uint64_t flags;
+} hsa_ven_amd_pcs_configuration_t;
+typedef hsa_status_t (*hsa_ven_amd_pcs_iterate_configuration_callback_t)(
+    const hsa_ven_amd_pcs_configuration_t* configuration, void* callback_data);
+hsa_status_t hsa_ven_amd_pcs_iterate_configuration(
+    hsa_agent_t agent, hsa_ven_amd_pcs_iterate_configuration_callback_t configuration_callback,
+    void* callback_data);
+hsa_status_t hsa_ven_amd_pcs_create(hsa_agent_t agent, hsa_ven_amd_pcs_method_kind_t method,
+                                    hsa_ven_amd_pcs_units_t units, size_t interval, size_t latency,
+                                    size_t buffer_size,
+                                    hsa_ven_amd_pcs_data_ready_callback_t data_ready_callback,
+                                    void* client_callback_data, hsa_ven_amd_pcs_t* pc_sampling);
+hsa_status_t hsa_ven_amd_pcs_create_from_id(
+    uint32_t pcs_id, hsa_agent_t agent, hsa_ven_amd_pcs_method_kind_t method,
+    hsa_ven_amd_pcs_units_t units, size_t interval, size_t latency, size_t buffer_size,
+    hsa_ven_amd_pcs_data_ready_callback_t data_ready_callback, void* client_callback_data,
+    hsa_ven_amd_pcs_t* pc_sampling);
+hsa_status_t hsa_ven_amd_pcs_destroy(hsa_ven_amd_pcs_t pc_sampling);
+hsa_status_t hsa_ven_amd_pcs_start(hsa_ven_amd_pcs_t pc_sampling);
+hsa_status_t hsa_ven_amd_pcs_stop(hsa_ven_amd_pcs_t pc_sampling);
+hsa_status_t hsa_ven_amd_pcs_flush(hsa_ven_amd_pcs_t pc_sampling);
 #endif
 
 #ifdef __cplusplus

@@ -130,6 +130,17 @@ fn enumerators_and_layouts_match_the_headers() {
 }
 
 fn exported_symbols() -> Vec<(String, String)> {
+    exported(" DF .text")
+}
+
+/// The exported data objects of the built library (`objdump -T`: ` DO `), as
+/// [`exported_symbols`]; ROCR exports one, `_amdgpu_r_debug`.
+fn exported_data() -> Vec<(String, String)> {
+    exported(" DO ")
+}
+
+/// The `objdump -T` entries of the built library whose line contains `kind`: (name, version).
+fn exported(kind: &str) -> Vec<(String, String)> {
     let out = Command::new("objdump")
         .arg("-T")
         .arg(common::built_library())
@@ -138,7 +149,7 @@ fn exported_symbols() -> Vec<(String, String)> {
     assert!(out.status.success());
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| l.contains(" DF .text"))
+        .filter(|l| l.contains(kind))
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
             Some((f.last()?.to_string(), f.get(f.len() - 2)?.to_string()))
@@ -161,6 +172,11 @@ fn exports_are_declared_api_under_rocr_1() {
         assert!(name.starts_with("hsa_"), "unexpected export {name}");
         assert_eq!(version, "ROCR_1", "{name} is not under ROCR_1");
     }
+    // The one data object, ROCR's debugger list (`struct r_debug`).
+    assert_eq!(
+        exported_data(),
+        [("_amdgpu_r_debug".to_string(), "ROCR_1".to_string())]
+    );
     for name in [
         "hsa_init",
         "hsa_shut_down",
@@ -1303,7 +1319,10 @@ fn readme_table_lists_every_rocr_export() {
         "README table vs Debian's exports: missing rows {missing:?}, rows for no export {extra:?}"
     );
     assert_eq!(names, theirs, "rows are in name order");
-    let ours = exported_symbols();
+    let ours: Vec<(String, String)> = exported_symbols()
+        .into_iter()
+        .chain(exported_data())
+        .collect();
     for (name, here) in &rows {
         let exported = ours.iter().find(|(n, _)| n == name);
         match here.as_str() {
@@ -1360,7 +1379,10 @@ fn readme_rocr7_table_lists_every_rocr7_addition() {
         names, added,
         "the table's rows are ROCR 7.2.4's additions, in name order"
     );
-    let ours = exported_symbols();
+    let ours: Vec<(String, String)> = exported_symbols()
+        .into_iter()
+        .chain(exported_data())
+        .collect();
     for (name, here) in &rows {
         let exported = ours.iter().find(|(n, _)| n == name);
         match here.as_str() {
@@ -1372,6 +1394,43 @@ fn readme_rocr7_table_lists_every_rocr7_addition() {
             other => panic!("{name}: unknown entry {other:?}"),
         }
     }
+}
+
+/// `c/rocr7_rest.c` prints `c/rocr7_rest.expected`, the transcript Debian's ROCR 7.2.4 prints
+/// under kfd-emu (`kfd-emu/tests/rocm7.rs` checks that side): `hsa_amd_queue_get_info` (the
+/// GPU, the doorbell signal's address, `INVALID_ARGUMENT`, `INVALID_QUEUE`),
+/// `hsa_amd_signal_wait_all` (0 with every satisfying value, `UINT32_MAX` at a timeout with the
+/// values met so far, NULL signals as satisfied with 0), dma-buf export v2 and close
+/// (`RESOURCE_FREE` for a closed descriptor), SPM and PC sampling (`ERROR` for the GPU,
+/// `INVALID_AGENT` for the CPU, `INVALID_ARGUMENT` for unknown sessions), and
+/// `_amdgpu_r_debug` (version 11, one entry from freeze to destroy whose `l_addr` is the
+/// loader's load delta and whose name is the code object's `file://` URI).
+#[test]
+fn c_rocr7_rest_prints_rocr7s_transcript() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("rocr7_rest");
+    let crate_dir = common::crate_dir();
+    let code_object = crate_dir
+        .join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco")
+        .canonicalize()
+        .unwrap();
+    let out = Command::new(&exe)
+        .arg(&code_object)
+        .env("LD_LIBRARY_PATH", &libdir)
+        .env("HSA_RT_DEVICE", "emulated")
+        .env_remove("HSA_RT_SYSFS")
+        .output()
+        .expect("run rocr7_rest");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "rocr7_rest failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected = std::fs::read_to_string(crate_dir.join("c/rocr7_rest.expected")).unwrap();
+    assert_eq!(stdout, expected);
 }
 
 /// `c/fork_child.c`: 20 children forked while a thread of the parent adds to a signal (often

@@ -664,6 +664,50 @@ fn rocrtst7_example_and_queue_validation_on_rocr7_under_kfd_emu() {
     assert!(stdout.contains("[  PASSED  ] 5 tests."), "{stdout}");
 }
 
+/// `capi/c/rocr7_rest.c` on Debian's ROCR 7.2.4 under kfd-emu prints
+/// `capi/c/rocr7_rest.expected`, the transcript hsa-rt's library must print too
+/// (`capi/tests/c_abi.rs` `c_rocr7_rest_prints_rocr7s_transcript`): the ROCR 7.2.4 exports HIP
+/// 7.2.4 does not import (queue attributes, wait-all, dma-buf export v2 and close, SPM, PC
+/// sampling, `_amdgpu_r_debug`). Built on the host with gcc against the chroot's
+/// `libhsa-runtime64.so.1`; skips without gcc or the chroot.
+#[test]
+fn rocr7_rest_prints_the_transcript_ours_prints() {
+    let Some(root) = chroot() else { return };
+    let gcc_ok = Command::new("gcc").arg("--version").output().is_ok();
+    if !gcc_ok {
+        println!("skipped: gcc missing");
+        return;
+    }
+    let capi = Path::new(env!("CARGO_MANIFEST_DIR")).join("../capi");
+    let exe = out_dir().join("rocr7_rest");
+    let rocr7 = root.join("usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1");
+    let built = Command::new("gcc")
+        .args(["-std=gnu11", "-Wall", "-Werror", "-I"])
+        .arg(capi.join("include"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(capi.join("c/rocr7_rest.c"))
+        .arg(&rocr7)
+        // The chroot's library needs a newer glibc than the host's linker sees.
+        .arg("-Wl,--allow-shlib-undefined")
+        .output()
+        .expect("run gcc");
+    let (o, e) = text(&built);
+    assert!(built.status.success(), "gcc rocr7_rest.c: {o}\n{e}");
+    let out = kfd_emu7(
+        &root,
+        &[],
+        &[
+            "/opt/hsa-rt/out/rocr7_rest",
+            "/opt/hsa-rt/src/testdata/codeobjects/kernels-gfx90a-v5.hsaco",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let expected = std::fs::read_to_string(capi.join("c/rocr7_rest.expected")).unwrap();
+    assert_eq!(stdout, expected, "{stderr}");
+}
+
 /// The hsa_* functions HIP 7.2.4 imports that hsa-rt's library lacks (`ldd -r`).
 fn hip7_missing_on_ours(root: &Path) -> BTreeSet<String> {
     let out = run_in(

@@ -115,3 +115,53 @@ pub struct AmdLoader103 {
     /// `hsa_ven_amd_loader_iterate_executables`.
     pub iterate_executables: unsafe extern "C" fn(Option<ExecutableCallback>, *mut c_void) -> u32,
 }
+
+/// `struct link_map` (glibc `<link.h>`, the part a debugger reads): one loaded code object
+/// in the list `_amdgpu_r_debug` heads, 40 bytes. ROCR's loader fills `l_addr` with the load
+/// delta (the device address file vaddr 0 maps to) and `l_name` with the code object's URI
+/// (AMDGPUUsage "Code Object URI"); `l_ld` stays NULL.
+#[repr(C)]
+#[derive(Debug)]
+pub struct LinkMap {
+    /// The load delta, bytes.
+    pub l_addr: usize,
+    /// The code object's URI, NUL-terminated.
+    pub l_name: *const core::ffi::c_char,
+    /// The dynamic section (NULL: code objects are not in the host's address space).
+    pub l_ld: *const core::ffi::c_void,
+    /// The next entry, NULL at the end.
+    pub l_next: *mut LinkMap,
+    /// The entry before, NULL at the start.
+    pub l_prev: *mut LinkMap,
+}
+const _: () = assert!(core::mem::size_of::<LinkMap>() == 40);
+
+/// `r_debug.r_state` (glibc `<link.h>`): the list is consistent.
+pub const RT_CONSISTENT: i32 = 0;
+/// `r_debug.r_state`: entries are being added.
+pub const RT_ADD: i32 = 1;
+/// `r_debug.r_state`: entries are being removed.
+pub const RT_DELETE: i32 = 2;
+
+/// The `r_version` ROCR 7 writes into `_amdgpu_r_debug` (`Runtime::Runtime`), which AMD's
+/// debugger library checks.
+pub const AMDGPU_R_DEBUG_VERSION: i32 = 11;
+
+/// `struct r_debug` (glibc `<link.h>`), the type of ROCR's exported `_amdgpu_r_debug`: the
+/// head of the list of loaded GPU code objects a debugger (rocgdb, through ROCdbgapi) reads,
+/// 40 bytes.
+#[repr(C)]
+#[derive(Debug)]
+pub struct RDebug {
+    /// [`AMDGPU_R_DEBUG_VERSION`].
+    pub r_version: i32,
+    /// The first entry, NULL when no code object is loaded.
+    pub r_map: *mut LinkMap,
+    /// The function the loader calls before and after each change (a debugger breaks there).
+    pub r_brk: extern "C" fn(),
+    /// [`RT_CONSISTENT`], [`RT_ADD`] or [`RT_DELETE`].
+    pub r_state: i32,
+    /// Unused (0).
+    pub r_ldbase: usize,
+}
+const _: () = assert!(core::mem::size_of::<RDebug>() == 40);

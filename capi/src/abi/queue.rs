@@ -12,3 +12,10 @@ pub struct DispatchTime {
     /// When it completed.
     pub end: u64,
 }
+
+/// `hsa_queue_info_attribute_t` (`hsa_ext_amd.h`, ROCR 7), `hsa_amd_queue_get_info`: the
+/// agent that owns the hardware queue (`hsa_agent_t`).
+pub const HSA_AMD_QUEUE_INFO_AGENT: u32 = 0;
+/// `hsa_queue_info_attribute_t`: the queue's doorbell id (`uint64_t`; ROCR 7 answers the
+/// address its doorbell signal rings, `hardware_doorbell_ptr`).
+pub const HSA_AMD_QUEUE_INFO_DOORBELL_ID: u32 = 1;

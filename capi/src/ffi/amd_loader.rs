@@ -36,21 +36,23 @@ pub(crate) static AMD_LOADER: AmdLoader103 = AmdLoader103 {
 };
 
 /// One loaded code object as the loader extension reports it.
-struct Loaded {
+pub(crate) struct Loaded {
     executable: u64,
     handle: u64,
     agent: u64,
-    reader: Arc<Reader>,
+    pub(crate) reader: Arc<Reader>,
     /// Device address of the image's first byte.
     base: u64,
     /// Bytes of the image's memory.
     size: u64,
     /// Device address that file vaddr 0 maps to.
-    delta: i64,
+    pub(crate) delta: i64,
+    /// Whether its executable is frozen (`_amdgpu_r_debug` lists only those).
+    pub(crate) frozen: bool,
 }
 
 /// Every loaded code object of every live executable, in executable-id and load order.
-fn all_loaded(st: &State) -> Vec<Loaded> {
+pub(crate) fn all_loaded(st: &State) -> Vec<Loaded> {
     let mut execs: Vec<(u64, Arc<std::sync::Mutex<crate::state::ExecEntry>>)> =
         lock(&st.executables)
             .iter()
@@ -81,6 +83,7 @@ fn all_loaded(st: &State) -> Vec<Loaded> {
                 base: lco.chunk.gpu_va.0,
                 size: lco.chunk.size_bytes,
                 delta: lco.load_base.0 as i64,
+                frozen: exe.is_frozen(),
             });
         }
     }

@@ -301,6 +301,9 @@ pub extern "C" fn hsa_executable_freeze(executable: u64, options: *const c_char)
     guard("hsa_executable_freeze", || {
         let st = state::state()?;
         with_executable(&st, executable, |_, exe| exe.freeze())?;
+        drop(st);
+        #[cfg(feature = "linux")]
+        super::r_debug::refresh(true);
         Ok(Status::Success)
     })
 }
@@ -328,6 +331,9 @@ pub extern "C" fn hsa_executable_destroy(executable: u64) -> HsaStatus {
         let (id, e) = st.executable(executable)?;
         lock(&st.executables).remove(&id);
         let exe = lock(&e).executable.take();
+        drop(st);
+        #[cfg(feature = "linux")]
+        super::r_debug::refresh(false);
         if let Some(exe) = exe {
             exe.destroy()?;
         }

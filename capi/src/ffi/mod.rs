@@ -72,10 +72,14 @@ pub mod queue;
 #[cfg(feature = "linux")]
 pub mod queue_ext;
 #[cfg(feature = "linux")]
+pub mod r_debug;
+#[cfg(feature = "linux")]
 pub mod rocr7;
 pub mod signal;
 #[cfg(feature = "linux")]
 pub mod signal_ext;
+#[cfg(feature = "linux")]
+pub mod spm_pcs;
 pub mod system;
 #[cfg(all(test, feature = "linux"))]
 mod tests;

@@ -2,7 +2,8 @@
 //! (`hsa_amd_queue_cu_set_mask`, `_get_mask`), priorities (`hsa_amd_queue_set_priority`),
 //! dispatch profiling (`hsa_amd_profiling_set_profiler_enabled`,
 //! `hsa_amd_profiling_get_dispatch_time`) and the translation of agent ticks to the system
-//! domain (`hsa_amd_profiling_convert_tick_to_system_domain`).
+//! domain (`hsa_amd_profiling_convert_tick_to_system_domain`); and ROCR 7's queue attributes
+//! (`hsa_amd_queue_get_info`).
 //!
 //! Dispatch timestamps are written by the packet processor into the completion signal
 //! (`amd_signal_t.start_ts`/`end_ts`) while the queue's profiling bit is set, in the agent's
@@ -306,7 +307,65 @@ pub unsafe extern "C" fn hsa_amd_profiling_convert_tick_to_system_domain(
     })
 }
 
+/// `hsa_amd_queue_get_info` (ROCR 7): `HSA_AMD_QUEUE_INFO_AGENT` writes the agent the AQL
+/// queue runs on (`hsa_agent_t`), `HSA_AMD_QUEUE_INFO_DOORBELL_ID` the address the queue's
+/// doorbell signal rings (`uint64_t`: the mapped doorbell on `/dev/kfd`, the doorbell word of
+/// the emulated device), as ROCR 7's `AqlQueue::GetInfo` answers `hardware_doorbell_ptr`.
+///
+/// # Errors (as status)
+/// `NOT_INITIALIZED`; `INVALID_QUEUE` for NULL, a queue that is not live, or a soft queue
+/// (ROCR's `HostQueue` has no attributes); `INVALID_ARGUMENT` for another attribute or a NULL
+/// `value`.
+///
+/// # Safety
+/// `value` is NULL or points to memory of the attribute's size.
+pub unsafe extern "C" fn hsa_amd_queue_get_info(
+    queue: *const c_void,
+    attribute: u32,
+    value: *mut c_void,
+) -> HsaStatus {
+    guard("hsa_amd_queue_get_info", || {
+        let st = state::state()?;
+        if queue.is_null() {
+            bail!(Status::InvalidQueue, "queue is NULL");
+        }
+        let (node, doorbell) = with_aql(&st, queue, |q| {
+            Ok((q.node(), q.hw_queue().doorbell_address))
+        })?;
+        non_null(value, "value")?;
+        match attribute {
+            HSA_AMD_QUEUE_INFO_AGENT => {
+                let agent = st
+                    .rt()
+                    .agents()
+                    .iter()
+                    .find(|a| a.node() == node.0)
+                    .map(|a| a.handle().0)
+                    .ok_or_else(|| {
+                        hsa_core::error!(
+                            Status::InvalidQueue,
+                            "queue {queue:p} runs on node {} that no agent has",
+                            node.0
+                        )
+                    })?;
+                // SAFETY: non-NULL, an hsa_agent_t per the caller's contract.
+                unsafe { value.cast::<u64>().write_unaligned(agent) };
+            }
+            // SAFETY: non-NULL, a uint64_t per the caller's contract.
+            HSA_AMD_QUEUE_INFO_DOORBELL_ID => unsafe {
+                value.cast::<u64>().write_unaligned(doorbell)
+            },
+            other => bail!(
+                Status::InvalidArgument,
+                "queue attribute {other} is not an hsa_queue_info_attribute_t"
+            ),
+        }
+        Ok(Status::Success)
+    })
+}
+
 export!(
+    hsa_amd_queue_get_info,
     hsa_amd_queue_cu_set_mask,
     hsa_amd_queue_cu_get_mask,
     hsa_amd_queue_set_priority,

@@ -10,7 +10,8 @@
 //! | `hsa_amd_enable_logging` | SDMA flag: each SDMA command the copy engine submits is written to the stream, one line; AQL flag: nothing (this runtime enqueues no internal AQL packets, ROCR's blit kernels); INFO: nothing more than the `log` crate's output |
 //! | `hsa_amd_agent_set_async_scratch_limit` | `INVALID_ARGUMENT` for a GPU: this runtime never reclaims scratch asynchronously (ROCR's status when async reclaim is off; `SCRATCH_LIMIT_CURRENT` answers 0 likewise) |
 //! | `hsa_amd_ais_file_read`, `_write` | `pread`/`pwrite` through the allocation's host mapping (`hsa_runtime::ais`) |
-//! | `hsa_amd_portable_export_dmabuf` | KFD `EXPORT_DMABUF` of the chunk holding the range (`LinuxPlatform::export_dmabuf`) |
+//! | `hsa_amd_portable_export_dmabuf`, `_v2` | KFD `EXPORT_DMABUF` of the chunk holding the range (`LinuxPlatform::export_dmabuf`); v2's mapping flags change nothing, as in ROCR 7 |
+//! | `hsa_amd_portable_close_dmabuf` | `close(2)` of the descriptor |
 //! | `hsa_amd_vmem_*` | `hsa_runtime::VirtualMemory`: host-only reservations work; the device side answers as ROCR 7 does while `VIRTUAL_MEM_API_SUPPORTED` is false |
 #![allow(unsafe_code)]
 
@@ -219,7 +220,78 @@ pub unsafe extern "C" fn hsa_amd_portable_export_dmabuf(
     dmabuf: *mut i32,
     offset: *mut u64,
 ) -> HsaStatus {
-    guard("hsa_amd_portable_export_dmabuf", || {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { export_dmabuf("hsa_amd_portable_export_dmabuf", ptr, size, dmabuf, offset) }
+}
+
+/// `hsa_amd_portable_export_dmabuf_v2` (ROCR 7): [`hsa_amd_portable_export_dmabuf`] with
+/// `flags`, an `hsa_amd_dma_buf_mapping_type_t`. `HSA_AMD_DMABUF_MAPPING_TYPE_PCIE` asks that
+/// an importer map the memory over PCIe; ROCR 7 refuses it (`HSA_STATUS_ERROR_NOT_SUPPORTED`)
+/// only for a GPU without a link from the first CPU, and every agent here has one (amdkfd's
+/// `io_links`), so, as ROCR 7 does, the flags do not change the export itself.
+///
+/// # Errors (as status)
+/// Those of [`hsa_amd_portable_export_dmabuf`].
+///
+/// # Safety
+/// As [`hsa_amd_portable_export_dmabuf`].
+pub unsafe extern "C" fn hsa_amd_portable_export_dmabuf_v2(
+    ptr: *const c_void,
+    size: usize,
+    dmabuf: *mut i32,
+    offset: *mut u64,
+    flags: u64,
+) -> HsaStatus {
+    let _ = flags;
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        export_dmabuf(
+            "hsa_amd_portable_export_dmabuf_v2",
+            ptr,
+            size,
+            dmabuf,
+            offset,
+        )
+    }
+}
+
+/// `hsa_amd_portable_close_dmabuf` (ROCR 7): closes a dma-buf file descriptor that
+/// [`hsa_amd_portable_export_dmabuf`] returned (`close(2)`, as ROCR's `Runtime::DmaBufClose`).
+///
+/// # Errors (as status)
+/// `RESOURCE_FREE` when `close` fails (a descriptor that is not open, -1), as ROCR 7. Like
+/// ROCR 7, it does not ask whether the runtime is initialised.
+pub extern "C" fn hsa_amd_portable_close_dmabuf(dmabuf: i32) -> HsaStatus {
+    extern "C" {
+        /// The C library's `close(2)`.
+        fn close(fd: i32) -> i32;
+    }
+    guard("hsa_amd_portable_close_dmabuf", || {
+        // SAFETY: close(2) takes any int; a descriptor that is not open is EBADF. Closing a
+        // descriptor the caller owns is the call's purpose.
+        if unsafe { close(dmabuf) } != 0 {
+            bail!(
+                Status::ResourceFree,
+                "close({dmabuf}): {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(Status::Success)
+    })
+}
+
+/// The body of both exports: checks in ROCR 7's order, then KFD's `EXPORT_DMABUF`.
+///
+/// # Safety
+/// As [`hsa_amd_portable_export_dmabuf`].
+unsafe fn export_dmabuf(
+    function: &str,
+    ptr: *const c_void,
+    size: usize,
+    dmabuf: *mut i32,
+    offset: *mut u64,
+) -> HsaStatus {
+    guard(function, || {
         let st = state::state()?;
         non_null(ptr, "ptr")?;
         non_null(dmabuf, "dmabuf")?;
@@ -610,6 +682,8 @@ export!(
     hsa_amd_ais_file_read,
     hsa_amd_ais_file_write,
     hsa_amd_portable_export_dmabuf,
+    hsa_amd_portable_export_dmabuf_v2,
+    hsa_amd_portable_close_dmabuf,
     hsa_amd_vmem_address_reserve,
     hsa_amd_vmem_address_reserve_align,
     hsa_amd_vmem_address_free,

@@ -6,6 +6,7 @@
 #![allow(unsafe_code)]
 
 use alloc::sync::Arc;
+use alloc::vec;
 use alloc::vec::Vec;
 
 use hsa_core::signal::{
@@ -405,6 +406,90 @@ pub unsafe extern "C" fn hsa_amd_signal_wait_any(
     })
 }
 
+/// `hsa_amd_signal_wait_all` (ROCR 7): waits until every `signals[i]` has satisfied
+/// `conds[i]` against `values[i]` (relaxed semantics; a signal that satisfied its condition
+/// once stays satisfied, `hsa_core::signal::wait_all`); returns 0 then, `UINT32_MAX` on
+/// timeout or invalid arguments. A NULL (0) or dead signal counts as satisfied with value 0,
+/// and its condition is not read, as ROCR 7 skips it. `satisfying_values`, when not NULL,
+/// receives each signal's satisfying value (0 for NULL and dead signals, and for signals still
+/// unsatisfied at a timeout), as ROCR 7 writes them.
+///
+/// # Safety
+/// `signals`, `conds`, `values` and (when not NULL) `satisfying_values` point to
+/// `signal_count` elements.
+pub unsafe extern "C" fn hsa_amd_signal_wait_all(
+    signal_count: u32,
+    signals: *const u64,
+    conds: *const u32,
+    values: *const i64,
+    timeout_hint: u64,
+    wait_hint: u32,
+    satisfying_values: *mut i64,
+) -> u32 {
+    guard_value("hsa_amd_signal_wait_all", u32::MAX, || {
+        let st = state::state()?;
+        let n = signal_count as usize;
+        let mut satisfying = vec![0i64; n];
+        if n > 0 {
+            non_null(signals, "signals")?;
+            non_null(conds, "conditions")?;
+            non_null(values, "compare values")?;
+            // SAFETY: non-NULL, `signal_count` elements each per the caller's contract.
+            let (handles, raw_conds, raw_values) = unsafe {
+                (
+                    core::slice::from_raw_parts(signals, n),
+                    core::slice::from_raw_parts(conds, n),
+                    core::slice::from_raw_parts(values, n),
+                )
+            };
+            // The live signals, with their index, condition and compare value.
+            let mut index = Vec::new();
+            let mut owned = Vec::new();
+            let mut c = Vec::new();
+            let mut v = Vec::new();
+            for (i, h) in handles.iter().enumerate() {
+                let Some(sig) = (*h != 0).then(|| st.find_signal(*h)).flatten() else {
+                    continue;
+                };
+                index.push(i);
+                owned.push(sig);
+                c.push(SignalCondition::from_raw(raw_conds[i])?);
+                v.push(raw_values[i]);
+            }
+            let refs: Vec<&Sig> = owned.iter().map(|s| &**s).collect();
+            let state = WaitState::from_raw(wait_hint)?;
+            let mut met = vec![0i64; refs.len()];
+            let all = hsa_core::signal::wait_all(
+                &refs,
+                &c,
+                &v,
+                ticks_to_ns(&st, timeout_hint),
+                state,
+                &mut met,
+            )?;
+            for (k, i) in index.into_iter().enumerate() {
+                satisfying[i] = met[k];
+            }
+            if !all {
+                write_values(satisfying_values, &satisfying);
+                return Ok(u32::MAX);
+            }
+        }
+        write_values(satisfying_values, &satisfying);
+        Ok(0)
+    })
+}
+
+/// Copies `values` to `out` when `out` is not NULL (`out` holds `values.len()` elements per
+/// the caller's contract).
+fn write_values(out: *mut i64, values: &[i64]) {
+    if !out.is_null() {
+        // SAFETY: non-NULL, writable for `values.len()` elements per the caller's contract;
+        // it cannot overlap the Vec behind `values`.
+        unsafe { core::ptr::copy_nonoverlapping(values.as_ptr(), out, values.len()) };
+    }
+}
+
 /// `hsa_signal_group_create`: a group of distinct signals (`num_consumers`/`consumers` are
 /// checked to be agents and otherwise not used: every wait runs on the host).
 ///
@@ -557,6 +642,7 @@ export!(
     hsa_signal_wait_scacquire,
     hsa_signal_wait_relaxed,
     hsa_amd_signal_wait_any,
+    hsa_amd_signal_wait_all,
     hsa_signal_group_create,
     hsa_signal_group_destroy,
     hsa_signal_group_wait_any_scacquire,

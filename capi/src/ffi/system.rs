@@ -52,7 +52,11 @@ pub extern "C" fn hsa_init() -> HsaStatus {
 /// `hsa_shut_down`: see `state::shut_down`.
 pub extern "C" fn hsa_shut_down() -> HsaStatus {
     guard("hsa_shut_down", || {
-        state::shut_down().map(|()| Status::Success)
+        state::shut_down()?;
+        // The last shut-down destroyed every executable: the debugger's list empties.
+        #[cfg(feature = "linux")]
+        super::r_debug::refresh(false);
+        Ok(Status::Success)
     })
 }
 
