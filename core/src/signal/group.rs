@@ -65,117 +65,6 @@ pub fn wait_any<H: PlatformRef>(
     ))
 }
 
-/// Waits until every `signals[i]` has satisfied `conditions[i]` against `values[i]`, or about
-/// `timeout_ns` passes (`u64::MAX`: no timeout). A signal that satisfied its condition once
-/// counts as satisfied from then on, and `satisfying[i]` receives the value it was seen with
-/// (`hsa_amd_signal_wait_all`, ROCR 7: `Signal::WaitMultiple` with `wait_on_all`); the entries
-/// of signals still unsatisfied at a timeout are set to 0. Returns `true` when every signal was
-/// satisfied, `false` on timeout (the C function returns 0 and `UINT32_MAX`). An empty list is
-/// satisfied at once. Waiting is [`wait_any`]'s, over the signals not yet satisfied.
-///
-/// # Errors
-/// `Status::InvalidArgument` when `conditions`, `values` or `satisfying` differ in length from
-/// `signals`, or (without the `alloc` feature) when there are more than [`MAX_WAIT_EVENTS`]
-/// signals.
-pub fn wait_all<H: PlatformRef>(
-    signals: &[&Signal<H>],
-    conditions: &[SignalCondition],
-    values: &[i64],
-    timeout_ns: u64,
-    state: WaitState,
-    satisfying: &mut [i64],
-) -> Result<bool> {
-    let n = signals.len();
-    if conditions.len() != n || values.len() != n || satisfying.len() != n {
-        return Err(Error::lazy(
-            Status::InvalidArgument,
-            [n, conditions.len(), values.len(), satisfying.len()].map(|n| n as u64),
-            |&[signals, conditions, values, satisfying, ..], f| {
-                write!(
-                    f,
-                    "wait_all: {signals} signals but {conditions} conditions, {values} values \
-                     and {satisfying} satisfying values"
-                )
-            },
-        ));
-    }
-    satisfying.fill(0);
-    let Some(first) = signals.first() else {
-        return Ok(true);
-    };
-    // The signals not yet satisfied, in index order.
-    let mut pending = IndexList::new();
-    for i in 0..n {
-        if !push_index(&mut pending, i) {
-            crate::bail!(
-                Status::InvalidArgument,
-                "wait_all: {n} signals, more than the {MAX_WAIT_EVENTS} a build without alloc waits on"
-            );
-        }
-    }
-    let clock = Clock::start(first.platform());
-    let mut pending_conditions = pending
-        .iter()
-        .map(|&i| conditions[i])
-        .collect::<ConditionList>();
-    let mut pending_values = pending.iter().map(|&i| values[i]).collect::<ValueList>();
-    while !pending.is_empty() {
-        let remaining = if timeout_ns == u64::MAX {
-            u64::MAX
-        } else {
-            timeout_ns.saturating_sub(clock.elapsed_ns())
-        };
-        let met = wait_any_members(
-            pending.len(),
-            |k| Member::of(signals[pending[k]]),
-            &pending_conditions,
-            &pending_values,
-            remaining,
-            state,
-        );
-        let Some((k, value)) = met else {
-            return Ok(false);
-        };
-        satisfying[pending[k]] = value;
-        pending.remove(k);
-        pending_conditions.remove(k);
-        pending_values.remove(k);
-    }
-    Ok(true)
-}
-
-/// Signal indices of one wait-all.
-#[cfg(feature = "alloc")]
-type IndexList = alloc::vec::Vec<usize>;
-/// Signal indices of one wait-all.
-#[cfg(not(feature = "alloc"))]
-type IndexList = heapless::Vec<usize, MAX_WAIT_EVENTS>;
-/// The conditions of the signals of an [`IndexList`].
-#[cfg(feature = "alloc")]
-type ConditionList = alloc::vec::Vec<SignalCondition>;
-/// The conditions of the signals of an [`IndexList`].
-#[cfg(not(feature = "alloc"))]
-type ConditionList = heapless::Vec<SignalCondition, MAX_WAIT_EVENTS>;
-/// The compare values of the signals of an [`IndexList`].
-#[cfg(feature = "alloc")]
-type ValueList = alloc::vec::Vec<i64>;
-/// The compare values of the signals of an [`IndexList`].
-#[cfg(not(feature = "alloc"))]
-type ValueList = heapless::Vec<i64, MAX_WAIT_EVENTS>;
-
-/// Appends `i`; `false` when the list is full (without `alloc` only).
-fn push_index(list: &mut IndexList, i: usize) -> bool {
-    #[cfg(feature = "alloc")]
-    {
-        list.push(i);
-        true
-    }
-    #[cfg(not(feature = "alloc"))]
-    {
-        list.push(i).is_ok()
-    }
-}
-
 /// What [`wait_any_members`] needs of one signal: its value, its event and the platform that
 /// waits on that event. Signals with different handle types (a queue's own signal and an
 /// application's) meet here.
@@ -441,6 +330,117 @@ impl<'s, H: PlatformRef> SignalGroup<'s, H> {
         state: WaitState,
     ) -> Result<Option<(usize, i64)>> {
         wait_any(self.signals, conditions, values, timeout_ns, state)
+    }
+}
+
+/// Waits until every `signals[i]` has satisfied `conditions[i]` against `values[i]`, or about
+/// `timeout_ns` passes (`u64::MAX`: no timeout). A signal that satisfied its condition once
+/// counts as satisfied from then on, and `satisfying[i]` receives the value it was seen with
+/// (`hsa_amd_signal_wait_all`, ROCR 7: `Signal::WaitMultiple` with `wait_on_all`); the entries
+/// of signals still unsatisfied at a timeout are set to 0. Returns `true` when every signal was
+/// satisfied, `false` on timeout (the C function returns 0 and `UINT32_MAX`). An empty list is
+/// satisfied at once. Waiting is [`wait_any`]'s, over the signals not yet satisfied.
+///
+/// # Errors
+/// `Status::InvalidArgument` when `conditions`, `values` or `satisfying` differ in length from
+/// `signals`, or (without the `alloc` feature) when there are more than [`MAX_WAIT_EVENTS`]
+/// signals.
+pub fn wait_all<H: PlatformRef>(
+    signals: &[&Signal<H>],
+    conditions: &[SignalCondition],
+    values: &[i64],
+    timeout_ns: u64,
+    state: WaitState,
+    satisfying: &mut [i64],
+) -> Result<bool> {
+    let n = signals.len();
+    if conditions.len() != n || values.len() != n || satisfying.len() != n {
+        return Err(Error::lazy(
+            Status::InvalidArgument,
+            [n, conditions.len(), values.len(), satisfying.len()].map(|n| n as u64),
+            |&[signals, conditions, values, satisfying, ..], f| {
+                write!(
+                    f,
+                    "wait_all: {signals} signals but {conditions} conditions, {values} values \
+                     and {satisfying} satisfying values"
+                )
+            },
+        ));
+    }
+    satisfying.fill(0);
+    let Some(first) = signals.first() else {
+        return Ok(true);
+    };
+    // The signals not yet satisfied, in index order.
+    let mut pending = IndexList::new();
+    for i in 0..n {
+        if !push_index(&mut pending, i) {
+            crate::bail!(
+                Status::InvalidArgument,
+                "wait_all: {n} signals, more than the {MAX_WAIT_EVENTS} a build without alloc waits on"
+            );
+        }
+    }
+    let clock = Clock::start(first.platform());
+    let mut pending_conditions = pending
+        .iter()
+        .map(|&i| conditions[i])
+        .collect::<ConditionList>();
+    let mut pending_values = pending.iter().map(|&i| values[i]).collect::<ValueList>();
+    while !pending.is_empty() {
+        let remaining = if timeout_ns == u64::MAX {
+            u64::MAX
+        } else {
+            timeout_ns.saturating_sub(clock.elapsed_ns())
+        };
+        let met = wait_any_members(
+            pending.len(),
+            |k| Member::of(signals[pending[k]]),
+            &pending_conditions,
+            &pending_values,
+            remaining,
+            state,
+        );
+        let Some((k, value)) = met else {
+            return Ok(false);
+        };
+        satisfying[pending[k]] = value;
+        pending.remove(k);
+        pending_conditions.remove(k);
+        pending_values.remove(k);
+    }
+    Ok(true)
+}
+
+/// Signal indices of one wait-all.
+#[cfg(feature = "alloc")]
+type IndexList = alloc::vec::Vec<usize>;
+/// Signal indices of one wait-all.
+#[cfg(not(feature = "alloc"))]
+type IndexList = heapless::Vec<usize, MAX_WAIT_EVENTS>;
+/// The conditions of the signals of an [`IndexList`].
+#[cfg(feature = "alloc")]
+type ConditionList = alloc::vec::Vec<SignalCondition>;
+/// The conditions of the signals of an [`IndexList`].
+#[cfg(not(feature = "alloc"))]
+type ConditionList = heapless::Vec<SignalCondition, MAX_WAIT_EVENTS>;
+/// The compare values of the signals of an [`IndexList`].
+#[cfg(feature = "alloc")]
+type ValueList = alloc::vec::Vec<i64>;
+/// The compare values of the signals of an [`IndexList`].
+#[cfg(not(feature = "alloc"))]
+type ValueList = heapless::Vec<i64, MAX_WAIT_EVENTS>;
+
+/// Appends `i`; `false` when the list is full (without `alloc` only).
+fn push_index(list: &mut IndexList, i: usize) -> bool {
+    #[cfg(feature = "alloc")]
+    {
+        list.push(i);
+        true
+    }
+    #[cfg(not(feature = "alloc"))]
+    {
+        list.push(i).is_ok()
     }
 }
 
