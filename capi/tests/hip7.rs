@@ -275,6 +275,20 @@ fn rocfft7_real_to_complex_passes_on_this_library() {
     );
 }
 
+/// rocSOLVER 7.2.4's own check-in tests of GETRF (LU factorisation with partial pivoting: 144
+/// cases of float, double and the complex types, sizes 0 to 100 and invalid ones, checked
+/// against the host's LAPACK) pass on this library, on emulated gfx90a and gfx942. rocSOLVER
+/// drives rocBLAS's kernels and its own; the factorisation once stopped on a memory fault
+/// (`getf2_getrf` read address 0) until the interpreter's DS and buffer range fixes.
+#[test]
+fn rocsolver7_getrf_passes_on_this_library() {
+    run_gtest(
+        "/usr/libexec/rocm/librocsolver0-tests/rocsolver-test",
+        &["--gtest_filter=checkin_lapack/GETRF.__*"],
+        144,
+    );
+}
+
 /// Runs one of ROCm 7.2.4's gtest binaries (an absolute path inside the chroot) on this
 /// library, on the built-in profile (emulated gfx90a) and on the gfx942 one, and checks that
 /// each run exits 0 having passed exactly `passed` tests. Says `skipped:` (via
