@@ -7,6 +7,9 @@
 // what the host computes from the same input. A section prints "rocprim_check: <section> ok"
 // and exits 0, or prints "FAIL ..." and exits 1.
 #include <hip/hip_runtime.h>
+// Before rocPRIM: rocPRIM 7.2.4's texture_cache_iterator.hpp calls memset without including
+// <cstring> itself.
+#include <cstring>
 #include <rocprim/rocprim.hpp>
 
 #include <algorithm>

@@ -198,6 +198,46 @@ fn hip7_check_sections_on_gfx90a() {
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
+/// rocPRIM 7.2.4 and hipCUB 7.2.4 (header-only, in the chroot) on this library:
+/// `capi/hip/rocprim_check.hip` (device reduce, scan, radix sort, histogram) and
+/// `capi/hip/hipcub_check.hip` (DeviceReduce Sum/Max, DeviceScan InclusiveSum,
+/// DeviceRadixSort SortPairs with stable order), built by hipcc 7.2.4 for gfx90a and gfx942,
+/// each section on both emulated devices, every result compared in the program with the
+/// host's.
+#[test]
+fn rocprim7_and_hipcub7_sections_pass_on_this_library() {
+    let Some(root) = chroot() else { return };
+    if !root.join("usr/include/hipcub/hipcub.hpp").exists() {
+        println!("skipped: the chroot has no hipCUB headers (scripts/rocm7-chroot.sh build)");
+        return;
+    }
+    let archs = ["--offload-arch=gfx90a", "--offload-arch=gfx942"];
+    let rocprim = build(&root, "rocprim_check.hip", "rocprim_check7", &archs);
+    let hipcub = build(&root, "hipcub_check.hip", "hipcub_check7", &archs);
+    let mut failed = Vec::new();
+    let sections = [
+        (&rocprim, "rocprim_check", "rocprim_reduce"),
+        (&rocprim, "rocprim_check", "rocprim_scan"),
+        (&rocprim, "rocprim_check", "rocprim_sort"),
+        (&rocprim, "rocprim_check", "rocprim_histogram"),
+        (&hipcub, "hipcub_check", "reduce_scan"),
+        (&hipcub, "hipcub_check", "sort"),
+    ];
+    for profile in [None, Some("gfx942")] {
+        for (exe, program, section) in sections {
+            let out = run_ours(&root, profile, exe, &[section]);
+            let (stdout, stderr) = text(&out);
+            if !out.status.success() || !stdout.contains(&format!("{program}: {section} ok")) {
+                failed.push(format!(
+                    "{profile:?} {program} {section}: {:?}\n{stdout}\n{stderr}",
+                    out.status
+                ));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
 /// hipBLAS 7.2.4's SGEMM (64 x 64 x 64) on this library, checked against the host by
 /// `hipblas-bench -v 1`: rocBLAS's Tensile kernels are hand-written assembly whose kernel
 /// descriptors leave kernarg_size 0, in code objects linked with one metadata note per kernel.
