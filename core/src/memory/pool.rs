@@ -581,18 +581,6 @@ where
         }
         let mut mask = NodeMask::EMPTY;
         for &n in nodes {
-            if self.info.access_of(n) == AgentAccess::NeverAllowed {
-                return Err(Error::lazy(
-                    Status::InvalidArgument,
-                    [n.get().into()],
-                    |&[node, ..], f| {
-                        write!(
-                            f,
-                            "node {node} can never access this pool (ACCESS_NEVER_ALLOWED)"
-                        )
-                    },
-                ));
-            }
             mask.insert(n)?;
         }
         Ok(mask)
@@ -601,11 +589,15 @@ where
     /// Lets the agents of `nodes` access the allocation containing `va`: maps its chunk for
     /// them (`Platform::map_memory`). Ref: `hsa_amd_agents_allow_access`.
     ///
+    /// The pool's access rule for a node ([`PoolInfo::access_of`]) is not consulted: as ROCR's
+    /// `MemoryRegion::AllowAccess`, the mapping is asked of the platform, which decides
+    /// (amdkfd maps a GPU's fine-grained VRAM for a GPU of another xGMI hive over PCIe, which
+    /// the rule reports as `NEVER_ALLOWED`; RCCL relies on it).
+    ///
     /// # Errors
-    /// `Status::InvalidArgument` when `nodes` is empty, a node is
-    /// [`AgentAccess::NeverAllowed`] for this pool or its id is [`MAX_AGENTS`](crate::addr::MAX_AGENTS) or more (see
-    /// [`NodeMask::insert`]), or `va` is not
-    /// inside a live allocation; the platform's status when mapping fails.
+    /// `Status::InvalidArgument` when `nodes` is empty, a node's id is
+    /// [`MAX_AGENTS`](crate::addr::MAX_AGENTS) or more (see [`NodeMask::insert`]), or `va` is
+    /// not inside a live allocation; the platform's status when mapping fails.
     pub fn allow_access(&self, va: GpuVa, nodes: &[NodeId]) -> Result<()> {
         let mask = self.check_nodes(nodes)?;
         let (base, chunk) = self.locate(va)?;
@@ -1209,6 +1201,26 @@ mod tests {
         pool.check_invariants();
     }
 
+    /// ROCR's `AllowAccess` maps for every listed agent whatever the pool's access rule says
+    /// (a GPU's fine-grained VRAM for a GPU of another xGMI hive is `NEVER_ALLOWED` by the
+    /// rule, and RCCL has it mapped over PCIe): the platform is asked, and the node recorded.
+    #[test]
+    fn allow_access_maps_a_never_allowed_node_the_platform_can_map() {
+        let p = platform(FakeMemory::Unmapped, 64 * MIB);
+        let mut info = coarse_device(16 * MIB);
+        info.set_access(NodeId(0), AgentAccess::NeverAllowed)
+            .unwrap();
+        let pool: TestPool<'_> = MemoryPool::new(&p, info).unwrap();
+        let a = pool.allocate(4096).unwrap();
+        pool.allow_access(a.va, &[NodeId(0)]).unwrap();
+        let mut chunk_va = GpuVa::NULL;
+        pool.for_each_chunk(|c| chunk_va = c.gpu_va);
+        assert_eq!(p.map_calls(), vec![(chunk_va, vec![NodeId(0)])]);
+        let allowed = pool.pointer_info(a.va).unwrap().allowed_nodes;
+        assert_eq!(allowed.iter().collect::<StdVec<_>>(), [NodeId(0)]);
+        pool.free(a.va).unwrap();
+    }
+
     #[test]
     fn allow_access_and_assign_agent_map_through_the_platform() {
         let p = platform(FakeMemory::Unmapped, 64 * MIB);
@@ -1219,11 +1231,6 @@ mod tests {
         let e = pool.allow_access(a.va, &[]).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         assert!(e.detail().to_string().contains("num_agents is 0"));
-        let e = pool
-            .allow_access(a.va, &[NodeId(0), NodeId(2)])
-            .unwrap_err();
-        assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().to_string().contains("node 2"));
         assert!(p.map_calls().is_empty());
         pool.allow_access(GpuVa(a.va.get() + 100), &[NodeId(0)])
             .unwrap();
@@ -1232,6 +1239,12 @@ mod tests {
         assert_eq!(p.map_calls(), vec![(chunk_va, vec![NodeId(0)])]);
         let allowed = pool.pointer_info(a.va).unwrap().allowed_nodes;
         assert_eq!(allowed.iter().collect::<StdVec<_>>(), [NodeId(0)]);
+        // Node 2 is NEVER_ALLOWED by the pool's rule; as ROCR, the platform is asked anyway
+        // and decides: the fake has no node 2 and refuses, so nothing is recorded.
+        let e = pool.allow_access(a.va, &[NodeId(2)]).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(e.detail().to_string().contains("node index 2"), "{e}");
+        assert_eq!(p.map_calls().len(), 1);
 
         assert_eq!(
             pool.assign_agent(a.va, NodeId(2), AccessPermission::ReadWrite)
