@@ -42,6 +42,12 @@ static uint32_t all_free_mask(uint32_t sdma, uint32_t xgmi, int h2d, int gfx90a)
   return m;
 }
 
+/* A PC-sampling data-ready callback (never called here: no session can be made). */
+static void pcs_ready(void* data, size_t size, size_t lost, hsa_ven_amd_pcs_data_copy_callback_t copy,
+                      void* hsa_data) {
+  (void)data, (void)size, (void)lost, (void)copy, (void)hsa_data;
+}
+
 static int wait_zero(hsa_signal_t s) {
   return hsa_signal_wait_scacquire(s, HSA_SIGNAL_CONDITION_EQ, 0, 5000000000ull,
                                    HSA_WAIT_STATE_BLOCKED) == 0;
@@ -323,6 +329,31 @@ int main(void) {
     EXPECT(hsa_amd_signal_wait_all(2, NULL, conds, want, 0, HSA_WAIT_STATE_ACTIVE, got) ==
            UINT32_MAX);
     OK(hsa_signal_destroy(live));
+  }
+
+  /* PC sampling from a session id amdkfd made: ERROR here, as every PC-sampling session (no
+   * AMDKFD_IOC_PC_SAMPLE upstream). ROCR 7.2.4 answers SUCCESS for a GPU in a fresh process
+   * (it sets up the session's buffers without asking amdkfd), so c/rocr7_rest.c leaves this
+   * case out of the shared transcript. */
+  {
+    hsa_ven_amd_pcs_t pcs = {0};
+    IS(hsa_ven_amd_pcs_create_from_id(1, gpu, HSA_VEN_AMD_PCS_METHOD_HOSTTRAP_V1,
+                                      HSA_VEN_AMD_PCS_INTERVAL_UNITS_MICRO_SECONDS, 1000, 1000,
+                                      1 << 20, NULL, NULL, &pcs),
+       HSA_STATUS_ERROR_INVALID_ARGUMENT);
+    IS(hsa_ven_amd_pcs_create_from_id(1, cpu, HSA_VEN_AMD_PCS_METHOD_HOSTTRAP_V1,
+                                      HSA_VEN_AMD_PCS_INTERVAL_UNITS_MICRO_SECONDS, 1000, 1000,
+                                      1 << 20, pcs_ready, NULL, &pcs),
+       HSA_STATUS_ERROR_INVALID_AGENT);
+    IS(hsa_ven_amd_pcs_create_from_id(1, gpu, (hsa_ven_amd_pcs_method_kind_t)5,
+                                      HSA_VEN_AMD_PCS_INTERVAL_UNITS_MICRO_SECONDS, 1000, 1000,
+                                      1 << 20, pcs_ready, NULL, &pcs),
+       HSA_STATUS_ERROR_INVALID_ARGUMENT);
+    IS(hsa_ven_amd_pcs_create_from_id(1, gpu, HSA_VEN_AMD_PCS_METHOD_HOSTTRAP_V1,
+                                      HSA_VEN_AMD_PCS_INTERVAL_UNITS_MICRO_SECONDS, 1000, 1000,
+                                      1 << 20, pcs_ready, NULL, &pcs),
+       HSA_STATUS_ERROR);
+    EXPECT(pcs.handle == 0);
   }
 
   OK(hsa_signal_destroy(gate));

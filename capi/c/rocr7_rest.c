@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
   EXPECT(f != NULL);
   if (failures) return 1;
   OK(hsa_code_object_reader_create_from_file(fileno(f), &reader));
-  hsa_executable_t exe;
+  hsa_executable_t exe, second;
   OK(hsa_executable_create_alt(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, NULL,
                                &exe));
   OK(hsa_executable_load_agent_code_object(exe, gpu, reader, NULL, NULL));
@@ -223,7 +223,16 @@ int main(int argc, char** argv) {
   OK(hsa_executable_freeze(exe, NULL));
   OK(loader.hsa_ven_amd_loader_executable_iterate_loaded_code_objects(exe, first_delta, NULL));
   show_r_debug("after freeze", argv[1]);
+  /* A second executable of the same code object: two entries, the second's l_addr its own. */
+  OK(hsa_executable_create_alt(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, NULL,
+                               &second));
+  OK(hsa_executable_load_agent_code_object(second, gpu, reader, NULL, NULL));
+  OK(hsa_executable_freeze(second, NULL));
+  show_r_debug("after a second freeze", argv[1]);
   OK(hsa_executable_destroy(exe));
+  OK(loader.hsa_ven_amd_loader_executable_iterate_loaded_code_objects(second, first_delta, NULL));
+  show_r_debug("after the first destroy", argv[1]);
+  OK(hsa_executable_destroy(second));
   show_r_debug("after destroy", argv[1]);
   OK(hsa_code_object_reader_destroy(reader));
   fclose(f);
