@@ -16,9 +16,12 @@
 //! | `hsa_ven_amd_pcs_create`, `_create_from_id` | `INVALID_ARGUMENT` for a NULL handle or callback or an unknown method, else `ERROR` (the driver cannot create a session) | `INVALID_AGENT` |
 //! | `hsa_ven_amd_pcs_destroy`, `_start`, `_stop`, `_flush` | `INVALID_ARGUMENT`: no session can exist | |
 //!
-//! One difference: after a failed `hsa_ven_amd_pcs_create`, ROCR 7.2.4 keeps the method's
-//! session slot taken, and a later `create_from_id` of that method answers
-//! `OUT_OF_RESOURCES`; here it answers `ERROR` again.
+//! Differences in `hsa_ven_amd_pcs_create_from_id`, which ROCR 7 uses for a session amdkfd
+//! already made for another client: ROCR 7.2.4 does not ask amdkfd there, sets up the
+//! session's buffers and answers `SUCCESS` for a GPU (samples would come only from amdkfd),
+//! and after a failed `hsa_ven_amd_pcs_create` it keeps the method's slot taken and answers
+//! `OUT_OF_RESOURCES`; here it answers `ERROR`, since no sample can ever arrive
+//! (`c/rocr7_api.c` checks it; the shared transcript leaves it out).
 #![allow(unsafe_code)]
 
 // A Linux-build module (std): the std prelude, as in a std crate.
