@@ -8,7 +8,7 @@
 //! stops there), relinks, sets `RT_CONSISTENT` and calls it again. Entries are added when an
 //! executable is frozen and removed when it is destroyed; at the last `hsa_shut_down` the
 //! list is empty again. This module does the same, rebuilding the list from the live
-//! executables after each change ([`refresh`]).
+//! executables after each change (`refresh`).
 //!
 //! The symbol is exported under `ROCR_1` as a data object of 40 bytes (`hsa_runtime64.map`).
 //! ROCR 7 also hands its address to amdkfd (`AMDKFD_IOC_RUNTIME_ENABLE`), where a debugger
@@ -28,7 +28,7 @@ use std::sync::Mutex;
 use crate::abi::{LinkMap, RDebug, AMDGPU_R_DEBUG_VERSION, RT_ADD, RT_CONSISTENT, RT_DELETE};
 use crate::state;
 
-/// The exported `r_debug`, written only under [`ENTRIES`]' lock.
+/// The exported `r_debug`, written only under the lock of this module's entry list.
 #[repr(transparent)]
 pub struct SharedRDebug(UnsafeCell<RDebug>);
 
