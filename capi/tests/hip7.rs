@@ -13,7 +13,6 @@
 //! root.
 
 mod common;
-#[allow(dead_code)] // hip7 uses the capture finder only
 mod hip_programs;
 
 use std::path::{Path, PathBuf};
