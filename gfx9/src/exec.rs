@@ -1278,9 +1278,12 @@ pub(super) fn scalar(w: &Wave, op: &Operand, wide: bool, f64_op: bool) -> u64 {
                 v as i32 as u32 as u64
             }
         }
+        // A 64-bit operand's float constant is the double, whatever the operation's type:
+        // `s_mov_b64 s[0:1], 1.0` writes 0x3FF0000000000000 (LLVM encodes that value, as an
+        // i64 operand too, with code 242; 0x3F800000 needs a literal).
         Operand::InlineFloat(c) => {
             let k = (c - 240) as usize;
-            if wide && f64_op {
+            if wide {
                 F64_CONST[k]
             } else {
                 F32_CONST[k] as u64

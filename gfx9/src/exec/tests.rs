@@ -843,6 +843,40 @@ fn ds_address_wraps_at_32_bits() {
     );
 }
 
+/// A float inline constant of a 64-bit operand is the double even when the operation is an
+/// integer one: `s_mov_b64`, `s_and_b64`, `v_lshlrev_b64`'s value operand and gfx94x's
+/// `v_mov_b64` (encodings from llvm-mc-19; LLVM encodes the value 0x3FF0000000000000 of an
+/// i64 operand as inline 1.0). The interpreter gave the f32 bits for integer operations:
+/// rocRAND's Poisson kernel on gfx942 loads 1.0 into a double with `v_mov_b64`.
+#[test]
+fn a_64_bit_operands_float_constant_is_the_double() {
+    let t = Gfx9Target::Gfx90a;
+    let mut w = Wave::new(0x1000, false);
+    w.set_exec(1);
+    let mov_one = decode(&[0xF2, 0x01, 0x80, 0xBE], t).unwrap(); // s_mov_b64 s[0:1], 1.0
+    general_step(&mut w, &mov_one, 0x1000, &NoMemory, &mut []).unwrap();
+    assert_eq!(w.sreg64(0), 1.0f64.to_bits());
+    let mov_minus_four = decode(&[0xF7, 0x01, 0x80, 0xBE], t).unwrap(); // s_mov_b64 s[0:1], -4.0
+    general_step(&mut w, &mov_minus_four, 0x1000, &NoMemory, &mut []).unwrap();
+    assert_eq!(w.sreg64(0), (-4.0f64).to_bits());
+    w.sreg[2] = u32::MAX;
+    w.sreg[3] = u32::MAX;
+    let and_half = decode(&[0x02, 0xF0, 0x80, 0x86], t).unwrap(); // s_and_b64 s[0:1], s[2:3], 0.5
+    general_step(&mut w, &and_half, 0x1000, &NoMemory, &mut []).unwrap();
+    assert_eq!(w.sreg64(0), 0.5f64.to_bits());
+    // v_lshlrev_b64 v[0:1], 1, 1.0
+    let shl = decode(&[0x00, 0x00, 0x8F, 0xD2, 0x81, 0xE4, 0x01, 0x00], t).unwrap();
+    general_step(&mut w, &shl, 0x1000, &NoMemory, &mut []).unwrap();
+    let v = u64::from(w.v(0, 0)) | u64::from(w.v(1, 0)) << 32;
+    assert_eq!(v, 1.0f64.to_bits() << 1);
+    let mut w = Wave::new(0x1000, false);
+    w.set_exec(1);
+    let vmov = decode(&[0xF2, 0x70, 0x00, 0x7E], Gfx9Target::Gfx942).unwrap(); // v_mov_b64 v[0:1], 1.0
+    general_step(&mut w, &vmov, 0x1000, &NoMemory, &mut []).unwrap();
+    let v = u64::from(w.v(0, 0)) | u64::from(w.v(1, 0)) << 32;
+    assert_eq!(v, 1.0f64.to_bits());
+}
+
 /// FLAT addressing follows the process's apertures (the `SH_MEM_BASES` amdkfd programs for
 /// it, which `GET_PROCESS_APERTURES_NEW` reports): `src_shared_base`/`src_private_*` read
 /// them, a FLAT access in the shared aperture reads LDS wherever the aperture is, and a FLAT
