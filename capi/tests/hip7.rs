@@ -428,17 +428,18 @@ fn rocrand7_kernel_tests_pass_on_this_library() {
     }
 }
 
-/// rocSOLVER 7.2.4's own check-in tests of GETRF (LU factorisation with partial pivoting: 144
-/// cases of float, double and the complex types, sizes 0 to 100 and invalid ones, checked
-/// against the host's LAPACK) pass on this library, on emulated gfx90a and gfx942. rocSOLVER
-/// drives rocBLAS's kernels and its own; the factorisation once stopped on a memory fault
-/// (`getf2_getrf` read address 0) until the interpreter's DS and buffer range fixes.
+/// rocSOLVER 7.2.4's own check-in tests of GETRF (LU factorisation with partial pivoting: the
+/// 72 float and double cases, sizes 0 to 100 and invalid ones, checked against the host's
+/// LAPACK) pass on this library, on emulated gfx90a and gfx942. rocSOLVER drives rocBLAS's
+/// kernels and its own; the factorisation once stopped on a memory fault (`getf2_getrf` read
+/// address 0) until the interpreter's DS and buffer range fixes. The complex cases (72 more)
+/// pass too (by hand); they are left out to keep CI's time.
 #[test]
 fn rocsolver7_getrf_passes_on_this_library() {
     run_gtest(
         "/usr/libexec/rocm/librocsolver0-tests/rocsolver-test",
-        &["--gtest_filter=checkin_lapack/GETRF.__*"],
-        144,
+        &["--gtest_filter=checkin_lapack/GETRF.__float/*:checkin_lapack/GETRF.__double/*"],
+        72,
     );
 }
 
