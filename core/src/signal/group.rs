@@ -509,8 +509,12 @@ mod tests {
         let mut sat = [7; 3];
         std::thread::scope(|sc| {
             sc.spawn(|| {
-                std::thread::sleep(std::time::Duration::from_millis(2));
-                // a leaves its condition after the waiter saw it hold.
+                // a leaves its condition once the waiter has seen it hold: the waiter blocks on
+                // an event only after the round in which a was met (a sleep instead would race
+                // a slow waiter, as under miri, and leave it waiting forever).
+                while plat.wait_event_count() == 0 {
+                    std::thread::yield_now();
+                }
                 a.store(4, StoreOrder::Release);
                 c.subtract(1, MemoryOrder::Release);
                 std::thread::sleep(std::time::Duration::from_millis(2));
