@@ -8,6 +8,9 @@
 //! - [`pm4`]: PM4 type-3 packets of the command processor, and ROCR's PM4-IB jump;
 //! - [`gfx9_rsrc`]: the gfx9 resource descriptors a kernel reads: the image resource (T#),
 //!   the buffer resource (V#) and the sampler (S#);
+//! - [`kiq`]: the queue-management PM4 packets of a MEC's interface queues (`MAP_QUEUES`,
+//!   `UNMAP_QUEUES`, `QUERY_STATUS`, `SET_RESOURCES`, `MAP_PROCESS`, `RUN_LIST`,
+//!   `INVALIDATE_TLBS`);
 //! - [`mqd`]: the gfx9 memory queue descriptor (`struct v9_mqd`) a compute queue is loaded
 //!   from.
 //!
@@ -30,6 +33,7 @@ use core::fmt;
 use crate::{Error, Status};
 
 pub mod gfx9_rsrc;
+pub mod kiq;
 pub mod mqd;
 pub mod pm4;
 pub mod sdma;
