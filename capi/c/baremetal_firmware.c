@@ -501,11 +501,24 @@ int main(int argc, char** argv) {
     FAIL("mapping: node %u doorbell %u ring 0x%llx size %llu amd_queue 0x%llx", m.node,
          m.doorbell, (unsigned long long)m.ring, (unsigned long long)m.ring_size_bytes,
          (unsigned long long)m.amd_queue);
-  /* The MQD names the ring (>> 8) and enables the doorbell at its dword offset. */
+  /* The MQD names the ring (>> 8) and enables the doorbell at its dword offset (with
+   * DOORBELL_BIF_DROP, bit 1, as amdkfd sets it for AQL queues). */
   if (m.mqd.cp_hqd_pq_base_lo != (uint32_t)(m.ring >> 8) ||
-      m.mqd.cp_hqd_pq_doorbell_control != ((m.doorbell * 2u) << 2 | (1u << 30)))
+      m.mqd.cp_hqd_pq_doorbell_control != ((m.doorbell * 2u) << 2 | 2u | (1u << 30)))
     FAIL("mqd: pq_base_lo 0x%x doorbell_control 0x%x", m.mqd.cp_hqd_pq_base_lo,
          m.mqd.cp_hqd_pq_doorbell_control);
+  /* The whole struct v9_mqd is in memory at mqd_address (mqd_virt for the CPU): its header,
+   * its own address in cp_mqd_base_addr (dwords 128-129), the same register images
+   * (cp_hqd_pq_base_lo at dword 136, cp_hqd_pq_control 145, doorbell control 143). */
+  const uint32_t* image = (const uint32_t*)(uintptr_t)m.mqd_virt;
+  if (m.mqd_address == 0 || m.mqd_address % 256 != 0 || image == NULL ||
+      image[0] != 0xC0310800u || image[128] != (uint32_t)m.mqd_address ||
+      image[129] != (uint32_t)(m.mqd_address >> 32) ||
+      image[136] != m.mqd.cp_hqd_pq_base_lo || image[143] != m.mqd.cp_hqd_pq_doorbell_control ||
+      image[145] != m.mqd.cp_hqd_pq_control || ((image[145] >> 25) & 3) != 2)
+    FAIL("mqd image at 0x%llx: header 0x%x base 0x%x:%x pq_control 0x%x",
+         (unsigned long long)m.mqd_address, image ? image[0] : 0, image ? image[129] : 0,
+         image ? image[128] : 0, image ? image[145] : 0);
 
   /* A barrier-AND with no dependencies, completing an interrupt signal. */
   hsa_signal_t done;

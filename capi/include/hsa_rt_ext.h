@@ -113,17 +113,21 @@ typedef struct hsa_rt_baremetal_ih_ring_s {
   uint64_t rptr_offset_bytes;     /* byte offset of IH_RB_RPTR in it (a multiple of 4) */
 } hsa_rt_baremetal_ih_ring_t;
 
-/* The gfx9 MQD register images of an AQL compute queue, computed by the runtime (amdkfd's
- * struct v9_mqd field names). 48 bytes. */
+/* Twelve gfx9 MQD register images of an AQL compute queue, computed by the runtime (amdkfd's
+ * struct v9_mqd field names), for a host that programs an HQD's registers itself; the whole
+ * 2048-byte image is at hsa_rt_baremetal_queue_mapping_t.mqd_address. 48 bytes. */
 typedef struct hsa_rt_baremetal_mqd_s {
   uint32_t cp_hqd_pq_base_lo;              /* ring address >> 8, low 32 bits */
   uint32_t cp_hqd_pq_base_hi;              /* ring address >> 8, high 32 bits */
-  uint32_t cp_hqd_pq_control;              /* QUEUE_SIZE | RPTR_BLOCK_SIZE << 8 | NO_UPDATE_RPTR */
+  uint32_t cp_hqd_pq_control;              /* QUEUE_SIZE | RPTR_BLOCK_SIZE 5 << 8 | QUEUE_FULL_EN |
+                                              WPP_CLAMP_EN | SLOT_BASED_WPTR 2 << 25 |
+                                              NO_UPDATE_RPTR | UNORD_DISPATCH */
   uint32_t cp_hqd_pq_rptr_report_addr_lo;
   uint32_t cp_hqd_pq_rptr_report_addr_hi;
   uint32_t cp_hqd_pq_wptr_poll_addr_lo;
   uint32_t cp_hqd_pq_wptr_poll_addr_hi;
-  uint32_t cp_hqd_pq_doorbell_control;     /* dword offset << 2 | DOORBELL_EN */
+  uint32_t cp_hqd_pq_doorbell_control;     /* dword offset << 2 | DOORBELL_BIF_DROP |
+                                              DOORBELL_EN */
   uint32_t cp_hqd_aql_control;             /* CONTROL0 = 1 */
   uint32_t cp_hqd_eop_base_addr_lo;        /* EOP address >> 8, low 32 bits */
   uint32_t cp_hqd_eop_base_addr_hi;
@@ -131,8 +135,8 @@ typedef struct hsa_rt_baremetal_mqd_s {
 } hsa_rt_baremetal_mqd_t;
 
 /* A compute queue the GPU is to serve (map_queue) or stop serving (unmap_queue). Addresses are
- * GPU addresses; the ring, amd_queue_t and EOP buffer stay valid until unmap_queue returned.
- * 112 bytes. */
+ * GPU addresses but mqd_virt; the ring, amd_queue_t, EOP buffer and MQD stay valid until
+ * unmap_queue returned. 128 bytes. */
 typedef struct hsa_rt_baremetal_queue_mapping_s {
   uint32_t node;            /* the GPU node id */
   uint32_t doorbell;        /* the doorbell index the queue listens on */
@@ -144,6 +148,9 @@ typedef struct hsa_rt_baremetal_queue_mapping_s {
   uint64_t eop;             /* the end-of-pipe buffer the runtime allocated */
   uint64_t eop_size_bytes;
   hsa_rt_baremetal_mqd_t mqd;
+  uint64_t mqd_address;     /* the whole MQD (2048 bytes, struct v9_mqd, as amdkfd fills an
+                               AQL queue's): a KIQ MAP_QUEUES' mqd_addr */
+  uint64_t mqd_virt;        /* the CPU virtual address of that MQD */
 } hsa_rt_baremetal_queue_mapping_t;
 
 /* One memory bank of a node: KFD's nodes/N/mem_banks/M/properties. 24 bytes. */

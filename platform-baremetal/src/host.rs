@@ -132,7 +132,13 @@ pub struct QueueMapping {
     pub eop: GpuVa,
     /// EOP buffer size, bytes.
     pub eop_size_bytes: u64,
-    /// The gfx9 MQD fields computed from the above.
+    /// GPU address of the queue's MQD image (a page the runtime allocated and wrote
+    /// [`QueueMapping::mqd`] into, 2048 bytes): a KIQ `MAP_QUEUES`' `mqd_addr`.
+    pub mqd_address: GpuVa,
+    /// CPU virtual address of the same image (the page stays allocated until
+    /// [`Host::unmap_queue`] returned).
+    pub mqd_virt: usize,
+    /// The gfx9 MQD computed from the above (the image at `mqd_address`).
     pub mqd: ComputeMqd,
 }
 

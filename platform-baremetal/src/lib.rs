@@ -83,6 +83,8 @@ pub const WAIT_EVENT_SPIN_NS: u64 = 20_000;
 struct QueueSlot {
     mapping: QueueMapping,
     eop: CarveOutBlock,
+    /// The page holding the queue's MQD image (`mapping.mqd_address`).
+    mqd: CarveOutBlock,
     /// Present when the queue was created with an error callback.
     watch: Option<ErrorWatch>,
 }
@@ -559,6 +561,56 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
             req.kind = MemoryKind::System;
             self.allocate_zeroed(&req)
         })
+    }
+
+    /// Allocates the page a queue's MQD image lives in: CPU-visible memory (the runtime
+    /// writes the image), system memory first (amdkfd keeps MQDs in GTT), else the node's
+    /// device-local memory when the CPU can reach it.
+    ///
+    /// # Errors
+    /// `Status::OutOfResources` when no carve-out the CPU can write has a free page.
+    fn allocate_mqd(&self, node: NodeId) -> Result<CarveOutBlock, Error> {
+        for kind in [MemoryKind::System, MemoryKind::DeviceLocal] {
+            let req = MemoryRequest {
+                node,
+                kind,
+                size_bytes: carveout::PAGE_BYTES,
+                align_bytes: carveout::PAGE_BYTES,
+                flags: MemoryFlags::empty(),
+            };
+            match self.allocate_zeroed(&req) {
+                Ok(a) if a.virt.is_some() => return Ok(a),
+                Ok(a) => {
+                    let _ = self.memory.free(a.handle(), a.size_bytes);
+                }
+                Err(_) => {}
+            }
+        }
+        Err(Error::lazy(
+            Status::OutOfResources,
+            [node.0.into()],
+            |&[node, ..], f| {
+                write!(
+                    f,
+                    "no CPU-visible page for the MQD of a queue of node {node} (system or \
+                     device-local memory the CPU can write)"
+                )
+            },
+        ))
+    }
+
+    /// Writes `mqd`'s 512 dwords at the start of `block` (from [`Self::allocate_mqd`]).
+    fn write_mqd(&self, block: &CarveOutBlock, mqd: &ComputeMqd) -> Result<(), Error> {
+        let window = mmio::host_carve_out_window(
+            &self.host,
+            block.carve_out,
+            block.offset,
+            (hsa_core::wire::mqd::V9_MQD_DWORDS * 4) as u64,
+        )?;
+        for (i, d) in mqd.v9_mqd().dwords().into_iter().enumerate() {
+            window.write32(4 * i, d).map_err(Error::from)?;
+        }
+        Ok(())
     }
 
     fn wait(&self, id: EventId, timeout_ns: u64) -> Result<WaitOutcome, Error> {

@@ -1,21 +1,22 @@
 //! The gfx9 memory queue descriptor (MQD) of an AQL compute queue, computed from the queue's
 //! addresses and sizes: a [`V9Mqd`] (`struct v9_mqd` in full, from [`hsa_core::wire::mqd`])
-//! with the fields an AQL queue needs filled.
+//! filled as amdkfd fills a user AQL queue's ([`V9Mqd::amdkfd_compute`]: `init_mqd` then
+//! `update_mqd`), with the doorbell enabled as amdgpu's `gfx_v9_0_mqd_init` enables it for a
+//! ring mapped through the KIQ.
 //!
 //! Ref: linux `drivers/gpu/drm/amd/include/v9_structs.h` (`struct v9_mqd`, field names kept),
-//! `amdkfd/kfd_mqd_manager_v9.c` (`update_mqd`), `amdgpu/gfx_v9_0.c` (`gfx_v9_0_mqd_init`);
-//! bit positions from `amdkfd/cik_regs.h` (`RPTR_BLOCK_SIZE(x) = x << 8`, `NO_UPDATE_RPTR =
-//! 1 << 27`, `DOORBELL_OFFSET(x) = x << 2`, `DOORBELL_EN = 1 << 30`, `AQL_ENABLE = 1`), which
-//! gfx9's `gc_9_0_sh_mask.h` keeps.
+//! `amdkfd/kfd_mqd_manager_v9.c` (`init_mqd`, `update_mqd`), `amdgpu/gfx_v9_0.c`
+//! (`gfx_v9_0_mqd_init`); bit positions from `gc_9_0_sh_mask.h` ([`cp_hqd`]).
 //!
-//! Only the fields listed in [`ComputeMqd`] are computed; the rest of `v9_mqd` (static thread
-//! management, quantum, persistent state, CWSR) is zero, the host's to fill when it loads the
-//! MQD.
+//! The whole 2048-byte image is the MQD: the platform writes it into CPU-visible memory at
+//! [`MqdParams::mqd_address`], where a KIQ `MAP_QUEUES` points the command processor
+//! ([`hsa_core::wire::kiq::MapQueues::amdgpu_kiq`]). No context save area (CWSR) is set up:
+//! the queue cannot be preempted mid-dispatch, as amdkfd's queues without one.
 
 use core::ops::Deref;
 
 pub use hsa_core::wire::mqd::V9Mqd;
-use hsa_core::wire::mqd::{cp_hqd, write_queue_registers};
+use hsa_core::wire::mqd::{cp_hqd, ComputeQueueProperties};
 use hsa_core::{DoorbellIndex, Error, GpuVa, Status};
 
 /// `CP_HQD_PQ_CONTROL.QUEUE_SIZE`, bits \[5:0\]: log2(ring size in dwords) - 1.
@@ -54,14 +55,32 @@ pub struct MqdParams {
     pub eop: GpuVa,
     /// EOP buffer size, bytes: a power of two from 16 to 2^31 (amdkfd keeps it in a `u32`).
     pub eop_size_bytes: u64,
+    /// GPU address of the MQD itself (`cp_mqd_base_addr_lo`/`_hi`): 256-byte aligned, not null.
+    pub mqd_address: GpuVa,
+    /// The queue's VMID (`cp_hqd_vmid`, 0..=15): 0 when the firmware's scheduler or the
+    /// host's `MAP_QUEUES` decides it, as amdkfd leaves it under the hardware scheduler.
+    pub vmid: u32,
+    /// Queue priority, 0..=15 (amdkfd's `priority`, mapped to `cp_hqd_pipe_priority` by
+    /// [`hsa_core::wire::mqd::PIPE_PRIORITY_MAP`]): [`NORMAL_PRIORITY`] for ROCR's
+    /// `HSA_QUEUE_PRIORITY_NORMAL`.
+    pub priority: u32,
 }
 
+/// The amdkfd queue priority of a normal-priority HSA queue: ROCR's
+/// `HSA_QUEUE_PRIORITY_NORMAL` is libhsakmt's priority 0, which it maps to amdkfd's 7
+/// (`CP_HQD_PIPE_PRIORITY` medium).
+pub const NORMAL_PRIORITY: u32 = 7;
+
 /// The gfx9 MQD of an AQL compute queue: a [`V9Mqd`] (dereference it to read the register
-/// images) whose fields below are computed and the rest zero:
+/// images) as [`V9Mqd::amdkfd_compute`] fills it for an AQL queue without a trap handler or
+/// context save area, plus `DOORBELL_EN`. Among its fields:
+/// - `header` 0xC0310800, `cp_mqd_base_addr_lo`/`_hi` = [`MqdParams::mqd_address`],
+///   `cp_mqd_control` `PRIV_STATE`, every CU enabled, `cp_hqd_vmid`, `cp_hqd_pipe_priority`;
 /// - `cp_hqd_pq_base_lo`/`_hi`: ring address >> 8;
-/// - `cp_hqd_pq_control`: QUEUE_SIZE | RPTR_BLOCK_SIZE << 8 | NO_UPDATE_RPTR;
+/// - `cp_hqd_pq_control`: QUEUE_SIZE | RPTR_BLOCK_SIZE 5 | QUEUE_FULL_EN | WPP_CLAMP_EN |
+///   SLOT_BASED_WPTR 2 | NO_UPDATE_RPTR | UNORD_DISPATCH;
 /// - `cp_hqd_pq_rptr_report_addr_lo`/`_hi`, `cp_hqd_pq_wptr_poll_addr_lo`/`_hi`;
-/// - `cp_hqd_pq_doorbell_control`: dword offset << 2 | DOORBELL_EN;
+/// - `cp_hqd_pq_doorbell_control`: dword offset << 2 | DOORBELL_BIF_DROP | DOORBELL_EN;
 /// - `cp_hqd_aql_control`: CONTROL0 = 1;
 /// - `cp_hqd_eop_base_addr_lo`/`_hi`: EOP address >> 8;
 /// - `cp_hqd_eop_control`: EOP_SIZE = min(0xA, log2(size in dwords) - 1)
@@ -153,23 +172,40 @@ impl ComputeMqd {
                 |&[i, ..], f| write!(f, "doorbell index {i} does not fit DOORBELL_OFFSET"),
             ));
         };
-        // The ring, pointer, doorbell and EOP images as amdkfd's update_mqd computes them
-        // (hsa_core's shared builder), then the bits this backend's host loads with them.
-        let mut m = V9Mqd::default();
-        write_queue_registers(
-            &mut m,
-            p.ring.get(),
-            s,
-            p.rptr_report.get(),
-            p.wptr_poll.get(),
-            dw_offset,
-            p.eop.get(),
-            eop_size,
-        );
-        m.cp_hqd_pq_control |=
-            RPTR_BLOCK_SIZE << PQ_CONTROL_RPTR_BLOCK_SIZE_SHIFT | PQ_CONTROL_NO_UPDATE_RPTR;
+        if !p.mqd_address.is_aligned(256) || p.mqd_address.is_null() {
+            return Err(Error::lazy(bad, [p.mqd_address.get()], |&[a, ..], f| {
+                write!(f, "MQD address {a:#x} is null or not 256-byte aligned")
+            }));
+        }
+        if p.vmid > 15 {
+            return Err(Error::lazy(bad, [p.vmid.into()], |&[v, ..], f| {
+                write!(f, "VMID {v} is past 15")
+            }));
+        }
+        if p.priority > 15 {
+            return Err(Error::lazy(bad, [p.priority.into()], |&[v, ..], f| {
+                write!(f, "queue priority {v} is past 15")
+            }));
+        }
+        // amdkfd's init_mqd + update_mqd of an AQL user queue, then the doorbell enabled as
+        // amdgpu's gfx_v9_0_mqd_init does for a ring the KIQ maps (amdkfd enables it when it
+        // loads the HQD instead).
+        let mut m = V9Mqd::amdkfd_compute(&ComputeQueueProperties {
+            aql: true,
+            queue_address: p.ring.get(),
+            queue_size_bytes: s,
+            read_ptr: p.rptr_report.get(),
+            write_ptr: p.wptr_poll.get(),
+            doorbell_off: dw_offset,
+            eop_address: p.eop.get(),
+            eop_size_bytes: eop_size,
+            priority: p.priority,
+            vmid: p.vmid,
+            trap_handler: false,
+            ctx_save: None,
+            mqd_address: p.mqd_address.get(),
+        });
         m.cp_hqd_pq_doorbell_control |= DOORBELL_EN;
-        m.cp_hqd_aql_control = AQL_CONTROL_CONTROL0;
         Ok(ComputeMqd(m))
     }
 }
@@ -188,6 +224,9 @@ mod tests {
             doorbell: DoorbellIndex(3),
             eop: GpuVa(0x7_8000_0000),
             eop_size_bytes: 4096,
+            mqd_address: GpuVa(0x7_9000_0100),
+            vmid: 3,
+            priority: NORMAL_PRIORITY,
         }
     }
 
@@ -197,45 +236,92 @@ mod tests {
         // 0x1_2345_6700 >> 8 = 0x0123_4567
         assert_eq!(m.cp_hqd_pq_base_lo, 0x0123_4567);
         assert_eq!(m.cp_hqd_pq_base_hi, 0);
-        // log2(1024) - 1 = 9; | 5 << 8 = 0x500; | 1 << 27 = 0x0800_0000
-        assert_eq!(m.cp_hqd_pq_control, 0x0800_0509);
+        // log2(1024) - 1 = 9; | 5 << 8 | QUEUE_FULL_EN 1 << 14 | WPP_CLAMP_EN 1 << 16 |
+        // SLOT_BASED_WPTR 2 << 25 | NO_UPDATE_RPTR 1 << 27 | UNORD_DISPATCH 1 << 28
+        assert_eq!(m.cp_hqd_pq_control, 0x1C01_4509);
         assert_eq!(m.cp_hqd_pq_rptr_report_addr_lo, 0x0000_0080);
         assert_eq!(m.cp_hqd_pq_rptr_report_addr_hi, 0x7);
         assert_eq!(m.cp_hqd_pq_wptr_poll_addr_lo, 0x0000_0038);
         assert_eq!(m.cp_hqd_pq_wptr_poll_addr_hi, 0x7);
-        // doorbell 3 -> dword offset 6 -> 6 << 2 = 0x18; | 1 << 30
-        assert_eq!(m.cp_hqd_pq_doorbell_control, 0x4000_0018);
+        // doorbell 3 -> dword offset 6 -> 6 << 2 = 0x18; | DOORBELL_BIF_DROP 1 << 1 |
+        // DOORBELL_EN 1 << 30
+        assert_eq!(m.cp_hqd_pq_doorbell_control, 0x4000_001A);
         assert_eq!(m.cp_hqd_aql_control, 1);
         // 0x7_8000_0000 >> 8 = 0x0780_0000
         assert_eq!(m.cp_hqd_eop_base_addr_lo, 0x0780_0000);
         assert_eq!(m.cp_hqd_eop_base_addr_hi, 0);
         // 4096 bytes = 1024 dwords -> 10 - 1 = 9
         assert_eq!(m.cp_hqd_eop_control, 9);
+        assert_eq!(m.header, 0xC031_0800);
+        assert_eq!(m.cp_hqd_vmid, 3);
+        // pipe_priority_map[7] = KFD_PIPE_PRIORITY_CS_MEDIUM (1).
+        assert_eq!(m.cp_hqd_pipe_priority, 1);
     }
 
-    /// The computed fields sit at `struct v9_mqd`'s dwords (`v9_structs.h`: cp_hqd_pq_base_lo
-    /// 136, cp_hqd_pq_rptr_report_addr_lo 139, cp_hqd_pq_wptr_poll_addr_lo 141,
-    /// cp_hqd_pq_doorbell_control 143, cp_hqd_pq_control 145, cp_hqd_eop_base_addr_lo 165,
-    /// cp_hqd_eop_control 167, cp_hqd_aql_control 181) and every other dword is 0.
+    /// The whole image, dword by dword at `struct v9_mqd`'s places (`v9_structs.h`), worked
+    /// out by hand from amdkfd's `init_mqd`/`update_mqd` for an AQL queue without trap
+    /// handler or context save area: header 0; `compute_pipelinestat_enable` 11; the eight
+    /// CU masks 23, 24, 26, 27, 39..=42 all ones; `cp_mqd_base_addr` 128/129; `cp_hqd_vmid`
+    /// 131; `cp_hqd_persistent_state` 132 (PRELOAD_REQ | 0x53 << 8); `cp_hqd_pipe_priority`
+    /// 133; `cp_hqd_quantum` 135 (QUANTUM_EN | 1 << 4 | 1 << 8); the ring 136/137, read
+    /// pointer 139/140, write pointer 141/142, doorbell 143, `cp_hqd_pq_control` 145;
+    /// `cp_hqd_ib_control` 149 (3 << 20 | 1 << 23); `cp_hqd_hq_status0` 160 (bit 14);
+    /// `cp_mqd_control` 162 (PRIV_STATE 1 << 8); EOP 165..=167; `cp_hqd_aql_control` 181.
+    /// Every other dword is 0.
     #[test]
     fn fields_sit_at_the_v9_mqd_dwords() {
         let d = ComputeMqd::new(&params()).unwrap().v9_mqd().dwords();
+        let ones = 0xFFFF_FFFF;
         let want = [
+            (0, 0xC031_0800),
+            (11, 1),
+            (23, ones),
+            (24, ones),
+            (26, ones),
+            (27, ones),
+            (39, ones),
+            (40, ones),
+            (41, ones),
+            (42, ones),
+            (128, 0x9000_0100),
+            (129, 0x7),
+            (131, 3),
+            (132, 0x5301),
+            (133, 1),
+            (135, 0x111),
             (136, 0x0123_4567),
             (139, 0x80),
             (140, 0x7),
             (141, 0x38),
             (142, 0x7),
-            (143, 0x4000_0018),
-            (145, 0x0800_0509),
+            (143, 0x4000_001A),
+            (145, 0x1C01_4509),
+            (149, 0x00B0_0000),
+            (160, 0x4000),
+            (162, 0x100),
             (165, 0x0780_0000),
             (167, 9),
             (181, 1),
         ];
         for (i, &v) in d.iter().enumerate() {
             let expected = want.iter().find(|w| w.0 == i).map_or(0, |w| w.1);
-            assert_eq!(v, expected, "dword {i}");
+            assert_eq!(v, expected, "dword {i}: {v:#x} != {expected:#x}");
         }
+    }
+
+    /// What a command processor takes from the image (the emulated device's check of an
+    /// MQD, [`V9Mqd::load_compute`]): accepted, with the ring, pointers and doorbell given.
+    #[test]
+    fn the_cp_takes_the_image() {
+        let q = ComputeMqd::new(&params())
+            .unwrap()
+            .load_compute(0..2048, true)
+            .unwrap();
+        assert_eq!(
+            (q.ring, q.ring_size_bytes, q.read_ptr, q.write_ptr),
+            (0x1_2345_6700, 4096, 0x7_0000_0080, 0x7_0000_0038)
+        );
+        assert_eq!(q.doorbell_dword, 6);
     }
 
     #[test]
@@ -249,9 +335,9 @@ mod tests {
         // 0xffff_8000_0000_0000 >> 8 = 0x00ff_ff80_0000_0000
         assert_eq!(m.cp_hqd_pq_base_lo, 0);
         assert_eq!(m.cp_hqd_pq_base_hi, 0x00ff_ff80);
-        assert_eq!(m.cp_hqd_pq_control, 0x0800_0511);
+        assert_eq!(m.cp_hqd_pq_control, 0x1C01_4511);
         assert_eq!(m.cp_hqd_eop_control, 0xA);
-        assert_eq!(m.cp_hqd_pq_doorbell_control, 0x4000_8000);
+        assert_eq!(m.cp_hqd_pq_doorbell_control, 0x4000_8002);
         p.ring_size_bytes = 256; // 64 dwords -> 5
         p.eop_size_bytes = 16; // 4 dwords -> 1
         let m = ComputeMqd::new(&p).unwrap();
@@ -295,5 +381,17 @@ mod tests {
             &|p| p.doorbell = DoorbellIndex(0x0200_0000),
             "doorbell index 33554432",
         );
+        check(
+            &|p| p.mqd_address = GpuVa(0x7_9000_0180),
+            "MQD address 0x790000180",
+        );
+        check(&|p| p.mqd_address = GpuVa(0), "MQD address 0x0");
+        // 15 is the last VMID and the last priority (HIGH, 2).
+        let mut p = params();
+        (p.vmid, p.priority) = (15, 15);
+        let m = ComputeMqd::new(&p).unwrap();
+        assert_eq!((m.cp_hqd_vmid, m.cp_hqd_pipe_priority), (15, 2));
+        check(&|p| p.vmid = 16, "VMID 16 is past 15");
+        check(&|p| p.priority = 16, "queue priority 16 is past 15");
     }
 }

@@ -11,7 +11,7 @@ use hsa_core::platform::{
 use hsa_core::{DoorbellIndex, Error, EventId, NodeId, QueueId, Status};
 
 use crate::host::{Host, QueueMapping};
-use crate::mqd::{ComputeMqd, MqdParams};
+use crate::mqd::{ComputeMqd, MqdParams, NORMAL_PRIORITY};
 use crate::{BaremetalPlatform, ErrorWatch, QueueSlot, EOP_BYTES};
 
 impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
@@ -53,6 +53,17 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
             ));
         };
         let eop = self.allocate_eop(request.node)?;
+        let mqd_block = match self.allocate_mqd(request.node) {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = self.memory.free(eop.handle(), eop.size_bytes);
+                return Err(e);
+            }
+        };
+        let give_back = || {
+            let _ = self.memory.free(mqd_block.handle(), mqd_block.size_bytes);
+            let _ = self.memory.free(eop.handle(), eop.size_bytes);
+        };
         let built = ComputeMqd::new(&MqdParams {
             ring: request.ring,
             ring_size_bytes: request.ring_size_bytes,
@@ -61,15 +72,19 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
             doorbell,
             eop: eop.gpu_va,
             eop_size_bytes: EOP_BYTES,
+            mqd_address: mqd_block.gpu_va,
+            vmid: 0,
+            priority: NORMAL_PRIORITY,
         })
         .and_then(|mqd| {
+            self.write_mqd(&mqd_block, &mqd)?;
             let address = self.doorbells.address(doorbell)?;
             Ok((mqd, address))
         });
         let (mqd, doorbell_address) = match built {
             Ok(v) => v,
             Err(e) => {
-                let _ = self.memory.free(eop.handle(), eop.size_bytes);
+                give_back();
                 return Err(e);
             }
         };
@@ -83,18 +98,21 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
             amd_queue: request.amd_queue,
             eop: eop.gpu_va,
             eop_size_bytes: EOP_BYTES,
+            mqd_address: mqd_block.gpu_va,
+            mqd_virt: mqd_block.virt.unwrap_or(0),
             mqd,
         };
         // SAFETY: our caller guaranteed (Platform::create_queue) that the ring and amd_queue_t
         // stay valid until destroy_queue returns, which calls unmap_queue first; the EOP
-        // buffer is freed only after unmap_queue.
+        // buffer and the MQD are freed only after unmap_queue.
         if let Err(e) = unsafe { self.host.map_queue(&mapping) } {
-            let _ = self.memory.free(eop.handle(), eop.size_bytes);
+            give_back();
             return Err(e);
         }
         slots[slot] = Some(QueueSlot {
             mapping,
             eop,
+            mqd: mqd_block,
             watch,
         });
         Ok(HwQueue {
@@ -122,10 +140,12 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
             ));
         };
         self.host.unmap_queue(&q.mapping)?;
-        let eop = q.eop;
+        let (eop, mqd) = (q.eop, q.mqd);
         *entry = None;
         drop(slots);
+        let freed_mqd = self.memory.free(mqd.handle(), mqd.size_bytes);
         self.memory.free(eop.handle(), eop.size_bytes)?;
+        freed_mqd?;
         Ok(())
     }
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use hsa_baremetal::ih::IhEntry;
-use hsa_baremetal::BaremetalPlatform;
+use hsa_baremetal::{BaremetalPlatform, Host};
 use hsa_core::platform::{
     MemoryChunk, MemoryFaultReports, MemoryFlags, MemoryKind, MemoryRequest, Platform,
     QueueErrorCallback, QueueKind, QueueRequest, TopologySource, WaitOutcome,
@@ -76,9 +76,34 @@ fn doorbell_store_lands_at_aperture_plus_index_times_8() {
         q.doorbell_address,
         p.host().doorbell_bar.as_ptr() as u64 + 8 * u64::from(FIRST_DOORBELL)
     );
-    // doorbell 4 -> dword 8 -> 8 << 2 = 0x20, | DOORBELL_EN
-    assert_eq!(m.mqd.cp_hqd_pq_doorbell_control, 0x4000_0020);
-    assert_eq!(m.mqd.cp_hqd_pq_control, 0x0800_0509);
+    // doorbell 4 -> dword 8 -> 8 << 2 = 0x20, | DOORBELL_BIF_DROP 2 | DOORBELL_EN 1 << 30
+    assert_eq!(m.mqd.cp_hqd_pq_doorbell_control, 0x4000_0022);
+    // 1024 dwords -> QUEUE_SIZE 9 | RPTR_BLOCK_SIZE 5 << 8 | QUEUE_FULL_EN 1 << 14 |
+    // WPP_CLAMP_EN 1 << 16 | SLOT_BASED_WPTR 2 << 25 | NO_UPDATE_RPTR 1 << 27 |
+    // UNORD_DISPATCH 1 << 28
+    assert_eq!(m.mqd.cp_hqd_pq_control, 0x1C01_4509);
+    // The image sits in a CPU-visible page at mqd_address, which it names itself
+    // (cp_mqd_base_addr, dwords 128-129), and a CP takes it from there.
+    assert_eq!(m.mqd_address.get() % 4096, 0);
+    let c = p
+        .host()
+        .carve_outs()
+        .iter()
+        .find(|c| (c.gpu_va.get()..c.gpu_va.get() + c.size_bytes).contains(&m.mqd_address.get()))
+        .expect("the MQD lies in a carve-out");
+    let virt = c.virt_base.expect("a CPU-visible carve-out")
+        + (m.mqd_address.get() - c.gpu_va.get()) as usize;
+    // SAFETY: virt is the start of the live queue's MQD page (4096 bytes) in the fake host's
+    // carve-out, which outlives `p`.
+    let image = unsafe { std::slice::from_raw_parts(virt as *const u32, 512) };
+    assert_eq!(image, &m.mqd.v9_mqd().dwords()[..]);
+    assert_eq!(image[0], 0xC031_0800);
+    assert_eq!(
+        u64::from(image[128]) | u64::from(image[129]) << 32,
+        m.mqd_address.get()
+    );
+    let hqd = m.mqd.load_compute(0..2048, true).unwrap();
+    assert_eq!(hqd.ring, ring.gpu_va.get());
     assert_eq!(
         u64::from(m.mqd.cp_hqd_pq_rptr_report_addr_lo),
         (aq.gpu_va.get() + 128) & 0xffff_ffff

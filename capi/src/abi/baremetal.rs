@@ -83,8 +83,9 @@ const _: () = assert!(core::mem::size_of::<HsaRtIhRing>() == 48);
 
 /// `hsa_rt_baremetal_mqd_t`: the gfx9 MQD register images the runtime computes for a compute
 /// queue, copied from its MQD (`hsa_baremetal::ComputeMqd`, a full `struct v9_mqd`:
-/// `hsa_core::wire::mqd::V9Mqd`, whose field names these are). 48 bytes: the C ABI of
-/// `hsa_rt_ext.h` carries these twelve, not the 2048-byte MQD.
+/// `hsa_core::wire::mqd::V9Mqd`, whose field names these are). 48 bytes: these twelve
+/// register images, for a host that programs an HQD's registers itself; the whole 2048-byte
+/// image is at `hsa_rt_baremetal_queue_mapping_t.mqd_address` (`mqd_virt` for the CPU).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HsaRtMqd {
@@ -116,7 +117,7 @@ pub struct HsaRtMqd {
 const _: () = assert!(core::mem::size_of::<HsaRtMqd>() == 48);
 
 /// `hsa_rt_baremetal_queue_mapping_t`: what the host's `map_queue`/`unmap_queue` get
-/// (`hsa_baremetal::QueueMapping`). Addresses are GPU addresses. 112 bytes.
+/// (`hsa_baremetal::QueueMapping`). Addresses are GPU addresses but `mqd_virt`. 128 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct HsaRtQueueMapping {
@@ -140,8 +141,13 @@ pub struct HsaRtQueueMapping {
     pub eop_size_bytes: u64,
     /// The MQD fields computed from the above.
     pub mqd: HsaRtMqd,
+    /// GPU address of the whole MQD image (2048 bytes, `struct v9_mqd`) the runtime wrote:
+    /// a KIQ `MAP_QUEUES`' `mqd_addr`.
+    pub mqd_address: u64,
+    /// CPU virtual address of that image, valid until `unmap_queue` returned.
+    pub mqd_virt: u64,
 }
-const _: () = assert!(core::mem::size_of::<HsaRtQueueMapping>() == 112);
+const _: () = assert!(core::mem::size_of::<HsaRtQueueMapping>() == 128);
 
 /// `hsa_rt_baremetal_memory_bank_t`: one memory bank of a node (KFD
 /// `nodes/N/mem_banks/M/properties`; [`hsa_core::platform::MemoryBank`]). 24 bytes.

@@ -109,6 +109,8 @@ fn mapping_to_c(m: &QueueMapping) -> HsaRtQueueMapping {
             cp_hqd_eop_base_addr_hi: q.cp_hqd_eop_base_addr_hi,
             cp_hqd_eop_control: q.cp_hqd_eop_control,
         },
+        mqd_address: m.mqd_address.get(),
+        mqd_virt: m.mqd_virt as u64,
     }
 }
 

@@ -26,6 +26,15 @@ use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 /// Dwords of a [`V9Mqd`].
 pub const V9_MQD_DWORDS: usize = 512;
 
+/// `struct v9_mqd.header` as amdkfd's `init_mqd` (v9) and amdgpu's `gfx_v9_0_mqd_init` write
+/// it: `0xC0310800`.
+pub const V9_MQD_HEADER: u32 = 0xC031_0800;
+
+/// `CP_HQD_PQ_CONTROL.SLOT_BASED_WPTR` of an AQL queue (amdkfd's `update_mqd`: `2 <<
+/// SLOT_BASED_WPTR__SHIFT`): the write pointer and doorbell count 64-byte packet slots, not
+/// dwords.
+pub const SLOT_BASED_WPTR_AQL: u32 = 2;
+
 /// Bit fields of the `CP_HQD_*` register images (`gc_9_0_sh_mask.h`; amdkfd `cik_regs.h`'s
 /// names where it keeps them).
 pub mod cp_hqd {
@@ -783,7 +792,7 @@ impl V9Mqd {
     pub fn amdkfd_compute(p: &ComputeQueueProperties) -> V9Mqd {
         use cp_hqd::*;
         let mut m = V9Mqd {
-            header: 0xC031_0800,
+            header: V9_MQD_HEADER,
             compute_pipelinestat_enable: 1,
             ..V9Mqd::default()
         };
@@ -847,7 +856,7 @@ impl V9Mqd {
         m.cp_hqd_vmid = p.vmid;
         if p.aql {
             let pq = PQ_CONTROL_NO_UPDATE_RPTR.with(m.cp_hqd_pq_control, 1);
-            let pq = PQ_CONTROL_SLOT_BASED_WPTR.with(pq, 2);
+            let pq = PQ_CONTROL_SLOT_BASED_WPTR.with(pq, SLOT_BASED_WPTR_AQL);
             let pq = PQ_CONTROL_QUEUE_FULL_EN.with(pq, 1);
             m.cp_hqd_pq_control = PQ_CONTROL_WPP_CLAMP_EN.with(pq, 1);
             m.cp_hqd_pq_doorbell_control = DOORBELL_BIF_DROP.with(m.cp_hqd_pq_doorbell_control, 1);
@@ -890,14 +899,32 @@ impl V9Mqd {
     /// 48-bit address (any of bits 8-31 of `cp_hqd_pq_base_hi` set); a `cp_hqd_aql_control`
     /// other than 0 and `CONTROL0` = 1, or one that does not match the queue's format;
     /// `DOORBELL_OFFSET` outside `doorbells`; a null read-pointer report or write-pointer poll
-    /// address; `EOP_SIZE` past [`EOP_SIZE_MAX`].
+    /// address; `EOP_SIZE` past [`EOP_SIZE_MAX`]; a `header` other than [`V9_MQD_HEADER`];
+    /// an AQL queue whose `SLOT_BASED_WPTR` is not [`SLOT_BASED_WPTR_AQL`].
     pub fn load_compute(
         &self,
         doorbells: core::ops::Range<u32>,
         aql: bool,
     ) -> crate::Result<HqdQueue> {
         let bad = crate::Status::InvalidQueueCreation;
+        if self.header != V9_MQD_HEADER {
+            crate::bail!(
+                bad,
+                "MQD header {:#x} is not the v9 MQD's {V9_MQD_HEADER:#x}",
+                self.header
+            );
+        }
         let pq = [self.cp_hqd_pq_control];
+        let slot_based = cp_hqd::PQ_CONTROL_SLOT_BASED_WPTR.get(&pq);
+        if aql && slot_based != SLOT_BASED_WPTR_AQL {
+            crate::bail!(
+                bad,
+                "MQD cp_hqd_pq_control {:#x}: SLOT_BASED_WPTR is {slot_based}, not the AQL \
+                 queue's {SLOT_BASED_WPTR_AQL} (the CP would read the packet-index doorbell \
+                 as a dword pointer)",
+                self.cp_hqd_pq_control
+            );
+        }
         let size = cp_hqd::PQ_CONTROL_QUEUE_SIZE.get(&pq);
         if !(QUEUE_SIZE_MIN..=QUEUE_SIZE_MAX).contains(&size) {
             crate::bail!(
@@ -1497,6 +1524,27 @@ mod tests {
             "cp_hqd_pq_wptr_poll_addr",
         );
         refused(&|m| m.cp_hqd_eop_control = 0xB, true, "EOP_SIZE 0xb");
+        refused(
+            &|m| m.header = 0xC031_0801,
+            true,
+            "MQD header 0xc0310801 is not the v9 MQD's 0xc0310800",
+        );
+        // An AQL queue without SLOT_BASED_WPTR 2 (bits 25-26): 0 and 1 refused.
+        refused(
+            &|m| m.cp_hqd_pq_control &= !(3 << 25),
+            true,
+            "SLOT_BASED_WPTR is 0, not the AQL queue's 2",
+        );
+        refused(
+            &|m| m.cp_hqd_pq_control = m.cp_hqd_pq_control & !(3 << 25) | 1 << 25,
+            true,
+            "SLOT_BASED_WPTR is 1",
+        );
+        // A PM4 queue's ring is dword-based: SLOT_BASED_WPTR 0 is taken there.
+        let mut m = good;
+        m.cp_hqd_aql_control = 0;
+        m.cp_hqd_pq_control &= !(3 << 25);
+        assert!(m.load_compute(0..2048, false).is_ok());
         // The doorbell at the page's last 8 bytes is taken.
         let mut m = good;
         m.cp_hqd_pq_doorbell_control = 2046 << 2;

@@ -8,8 +8,8 @@ use hsa_baremetal::ih::IhRing;
 use hsa_baremetal::irq::{EventTable, InterruptHandler};
 use hsa_baremetal::mmio::MmioRegion;
 use hsa_baremetal::mqd::{
-    ComputeMqd, MqdParams, AQL_CONTROL_CONTROL0, DOORBELL_EN, PQ_CONTROL_NO_UPDATE_RPTR,
-    RPTR_BLOCK_SIZE,
+    ComputeMqd, MqdParams, AQL_CONTROL_CONTROL0, DOORBELL_EN, NORMAL_PRIORITY,
+    PQ_CONTROL_NO_UPDATE_RPTR, RPTR_BLOCK_SIZE,
 };
 use hsa_core::{DoorbellIndex, GpuVa, Status};
 use hsa_emu::device::drm::{
@@ -51,7 +51,10 @@ fn u64_at(data: &[u8], at: usize) -> u64 {
 /// The gfx9 MQD of an AQL queue ([`ComputeMqd::new`]) from the addresses and sizes a host
 /// hands in: seven 64-bit fields (ring, ring size, read-pointer report, write-pointer poll,
 /// doorbell index (low 32 bits), EOP, EOP size), each optionally rounded to what the builder
-/// accepts (byte 56's bits), so that most inputs build an MQD.
+/// accepts (byte 56's bits), so that most inputs build an MQD; then, when the input is
+/// longer, the MQD's own address (bytes 57..65, rounded to 256 bytes by byte 56's bit 4),
+/// the VMID (byte 65) and the priority (byte 66). Shorter inputs (the older corpus) take a
+/// page-aligned MQD address, VMID 0 and the normal priority.
 ///
 /// Property: an error is `InvalidQueueCreation`; an MQD read back (`struct v9_mqd`'s
 /// fields, decoded here independently) gives the inputs: the ring and EOP bases (>> 8), the
@@ -68,7 +71,18 @@ pub fn mqd(data: &[u8]) {
         doorbell: DoorbellIndex(f[4] as u32),
         eop: GpuVa(f[5]),
         eop_size_bytes: f[6],
+        mqd_address: GpuVa(0x1000),
+        vmid: 0,
+        priority: NORMAL_PRIORITY,
     };
+    if data.len() > 57 {
+        p.mqd_address = GpuVa(u64_at(data, 57));
+        p.vmid = data.get(65).copied().unwrap_or(0).into();
+        p.priority = data.get(66).copied().unwrap_or(7).into();
+    }
+    if fix & 16 != 0 {
+        p.mqd_address = GpuVa((p.mqd_address.get() & 0xffff_ffff_ff00).max(0x100));
+    }
     if fix & 1 != 0 {
         p.ring = GpuVa((f[0] & 0xffff_ffff_ff00).max(0x100));
         p.eop = GpuVa((f[5] & 0xffff_ffff_ff00).max(0x100));
@@ -104,6 +118,16 @@ pub fn mqd(data: &[u8]) {
     assert_eq!(4u64 << (queue_size + 1), p.ring_size_bytes, "{m:?}");
     assert_eq!((m.cp_hqd_pq_control >> 8) & 0x3f, RPTR_BLOCK_SIZE);
     assert_ne!(m.cp_hqd_pq_control & PQ_CONTROL_NO_UPDATE_RPTR, 0);
+    // SLOT_BASED_WPTR 2 (bits 25-26), the v9 header, the MQD's own address, VMID, priority.
+    assert_eq!((m.cp_hqd_pq_control >> 25) & 3, 2);
+    assert_eq!(m.header, 0xC031_0800);
+    assert_eq!(
+        join(m.cp_mqd_base_addr_lo, m.cp_mqd_base_addr_hi),
+        p.mqd_address.get()
+    );
+    assert_eq!(m.cp_hqd_vmid, p.vmid);
+    let pipe = [0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2][p.priority as usize];
+    assert_eq!(m.cp_hqd_pipe_priority, pipe);
     assert_eq!(
         join(
             m.cp_hqd_pq_rptr_report_addr_lo,
