@@ -6,9 +6,10 @@
 //! `hsa_core::platform::Platform` over them.
 //!
 //! Layers: [`mmio`] (the only `unsafe`: bounded volatile register access) ← [`doorbell`]
-//! (64-bit doorbell stores), [`ih`] (IH entry decode, ring reader), [`mqd`] (gfx9 MQD
-//! fields), [`carveout`] (chunk allocator with out-of-band bookkeeping) ← [`irq`] (the ISR
-//! path, event table) ← [`BaremetalPlatform`].
+//! (64-bit doorbell stores), [`ih`] (IH entry decode, ring reader), [`mqd`] (the gfx9 MQD
+//! image), [`carveout`] (chunk allocator with out-of-band bookkeeping) ← [`irq`] (the ISR
+//! path, event table) ← [`BaremetalPlatform`]. For hosts: [`kiq`], the KIQ ring a host maps
+//! queues through (`MAP_QUEUES`/`UNMAP_QUEUES` fenced by `QUERY_STATUS`).
 //!
 //! The host's ISR calls [`BaremetalPlatform::on_interrupt`]; threads blocked in
 //! `Platform::wait_event` spin briefly ([`Host::wait_spin_ns`]), then sleep in
@@ -48,6 +49,7 @@ pub mod heap;
 pub mod host;
 pub mod ih;
 pub mod irq;
+pub mod kiq;
 pub mod mmio;
 pub mod mqd;
 mod platform;
