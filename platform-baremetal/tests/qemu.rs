@@ -422,6 +422,20 @@ fn run_and_check(tag: &str, cfg: VmConfig) -> Option<VmRun> {
         ctx()
     );
     assert!(run.device_log.is_empty(), "{}", ctx());
+    // Queues came and went through the KIQ only: each MAP_QUEUES and UNMAP_QUEUES batch was
+    // fenced, and every queue the guest created was mapped from its MQD.
+    let s = &run.stats;
+    let (maps, unmaps, fences) = (
+        s.kiq_maps.load(Ordering::Relaxed),
+        s.kiq_unmaps.load(Ordering::Relaxed),
+        s.kiq_fences.load(Ordering::Relaxed),
+    );
+    assert!(maps >= 1, "no queue was mapped through the KIQ; {}", ctx());
+    assert_eq!(fences, maps + unmaps, "KIQ fences; {}", ctx());
+    if cfg.run & RUN_FAULTS == 0 {
+        let refused = s.kiq_refused.lock().unwrap_or_else(|e| e.into_inner());
+        assert!(refused.is_empty(), "KIQ packets refused: {refused:?}");
+    }
     Some(run)
 }
 
@@ -593,4 +607,36 @@ fn faults_in_a_vm_with_x2apic() {
     assert_eq!(s.merged.load(Ordering::Relaxed), 3);
     assert_eq!(s.malformed.load(Ordering::Relaxed), 1);
     assert_eq!(s.queue_errors.load(Ordering::Relaxed), 1);
+    // Two queues were mapped (the main job's, which the error phase stopped, and its
+    // successor) and both unmapped before the bad MQDs, none of which was mapped.
+    assert_eq!(s.kiq_maps.load(Ordering::Relaxed), 2);
+    assert_eq!(s.kiq_unmaps.load(Ordering::Relaxed), 2);
+    // Each bad MAP_QUEUES was refused naming the field (V9Mqd::load_compute's and the
+    // device's checks), and the guest saw the device's message.
+    let refused = s.kiq_refused.lock().unwrap_or_else(|e| e.into_inner());
+    let want = [
+        (
+            "header",
+            "MQD header 0xc0310801 is not the v9 MQD's 0xc0310800",
+        ),
+        (
+            "slot-based-wptr",
+            "SLOT_BASED_WPTR is 0, not the AQL queue's 2",
+        ),
+        (
+            "doorbell-mismatch",
+            "MAP_QUEUES doorbell_offset 0x4 differs from the MQD's DOORBELL_OFFSET 0x2",
+        ),
+        ("reserved-doorbell", "DOORBELL_OFFSET 0x28 is outside"),
+    ];
+    assert_eq!(refused.len(), want.len(), "{refused:?}");
+    for ((name, needle), got) in want.iter().zip(refused.iter()) {
+        assert!(got.contains(needle), "{name}: {got} lacks {needle}");
+        let line = format!("hsa-unikernel: fault bad-mqd {name} refused: ");
+        let guest = run.line(&line).unwrap_or_default();
+        assert!(
+            guest.contains(needle) && guest.contains("KIQ fence"),
+            "{name}: the guest saw '{guest}'"
+        );
+    }
 }

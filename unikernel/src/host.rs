@@ -7,8 +7,11 @@
 //!   [`QUEUE_DOORBELL_INDEX`]; see [`crate::protocol::DEVICE_VECTOR_QUEUE`] for how a 64-bit
 //!   store there becomes "peer 0, vector 0" and why the device reads the write index from
 //!   `amd_queue_t` instead.
-//! - Queues: `map_queue`/`unmap_queue` are commands to the device model through the control
-//!   page (what a KIQ `MAP_QUEUES` packet would be on a GPU).
+//! - Queues: `map_queue`/`unmap_queue` write amdgpu's `MAP_QUEUES`/`UNMAP_QUEUES` packets,
+//!   each fenced by `QUERY_STATUS`, into the KIQ ring ([`hsa_baremetal::kiq`]: a page of the
+//!   image's .bss that the firmware step `SET_KIQ` told the device about), ring the KIQ's
+//!   doorbell and poll the fence. `MAP_QUEUES` names the MQD hsa-baremetal wrote; the device
+//!   takes the queue from those bytes.
 //! - Interrupts: the IH ring and its write-pointer write-back are pages of the image's .bss;
 //!   the read-pointer register is a word of the control page; the device raises MSI-X vector
 //!   [`crate::protocol::GUEST_VECTOR_IH`], whose handler calls
@@ -18,6 +21,7 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use hsa_baremetal::kiq::{Kiq, KiqConfig};
 use hsa_baremetal::{
     BaremetalPlatform, CarveOut, CarveOutKind, DoorbellAperture, Host, IhRingConfig, QueueMapping,
     RegisterLocation,
@@ -53,6 +57,14 @@ impl<const N: usize> Page<N> {
 }
 
 static IH_RING: Page<{ IH_RING_BYTES / 8 }> = Page::new();
+
+/// Dwords of the KIQ ring (4 KiB).
+pub const KIQ_RING_DWORDS: usize = 1024;
+/// How long a KIQ batch may take before `map_queue`/`unmap_queue` give up, ns.
+const KIQ_TIMEOUT_NS: u64 = 5_000_000_000;
+static KIQ_RING: Page<{ KIQ_RING_DWORDS / 2 }> = Page::new();
+/// Word 0: the KIQ's write pointer (dwords) the device polls; word 1: the fence it writes.
+static KIQ_WORDS: Page<2> = Page::new();
 
 /// The value word (`amd_signal_t.value`, a guest-physical = virtual address) of a signal that
 /// the next halt stores 0 into before it halts; 0: none (see [`gate_on_next_halt`]).
@@ -92,13 +104,18 @@ pub struct VmHost {
     nodes: [NodeProperties; 2],
     device: Ivshmem,
     tsc_hz: u64,
+    /// The KIQ ring this host maps queues through.
+    kiq: spin::Mutex<Kiq>,
     /// Times a waiter halted (still waiting after the check with interrupts masked).
     pub halts: AtomicU64,
 }
 
 impl VmHost {
     /// A host whose system memory is `[base, base + size_bytes)` of guest RAM.
-    pub fn new(device: Ivshmem, base: u64, size_bytes: u64, tsc_hz: u64) -> VmHost {
+    ///
+    /// # Errors
+    /// The KIQ's, when its statics do not make a ring (they do).
+    pub fn new(device: Ivshmem, base: u64, size_bytes: u64, tsc_hz: u64) -> Result<VmHost, Error> {
         let mut gpu = NodeProperties {
             node_id: 1,
             simd_count: 4,
@@ -116,7 +133,20 @@ impl VmHost {
         };
         let _ = gpu.name.push_str("gfx90a");
         let _ = gpu.marketing_name.push_str("hsa-emu over ivshmem");
-        VmHost {
+        let [ring, dwords, words] = Self::kiq_layout();
+        // SAFETY: the KIQ ring and its two words are this image's statics (identity-mapped:
+        // CPU address = GPU address), written only through this Kiq (under its lock) and by
+        // the device.
+        let kiq = unsafe {
+            Kiq::new(&KiqConfig {
+                ring_virt: ring as usize,
+                ring_dwords: dwords as u32,
+                wptr_poll_virt: words as usize,
+                fence_virt: words as usize + 8,
+                fence_gpu_va: GpuVa(words + 8),
+            })
+        }?;
+        Ok(VmHost {
             carve_outs: [CarveOut {
                 node: NodeId(0),
                 kind: CarveOutKind::SystemMemory,
@@ -135,8 +165,53 @@ impl VmHost {
             ],
             device,
             tsc_hz,
+            kiq: spin::Mutex::new(kiq),
             halts: AtomicU64::new(0),
-        }
+        })
+    }
+
+    /// The KIQ's ring address, ring dwords and write-pointer poll address (for the device's
+    /// `SET_KIQ`, the firmware's KIQ bring-up).
+    pub fn kiq_layout() -> [u64; 3] {
+        [
+            KIQ_RING.addr() as u64,
+            KIQ_RING_DWORDS as u64,
+            KIQ_WORDS.addr() as u64,
+        ]
+    }
+
+    /// Submits `packets` as one KIQ batch and waits up to `timeout_ns` for its fence (the
+    /// fault phases send packets the device must refuse).
+    ///
+    /// # Errors
+    /// As [`Kiq::submit`]; a batch the device refused times out, with its message.
+    pub fn kiq_packets(
+        &self,
+        packets: &[hsa_core::wire::kiq::KiqPacket],
+        timeout_ns: u64,
+    ) -> Result<(), Error> {
+        self.kiq_batch(|kiq, ring| kiq.submit(packets, ring), timeout_ns)
+    }
+
+    /// Submits one KIQ batch with `submit` (given the KIQ and its doorbell) and waits for its
+    /// fence; a batch the device refused times out, and its message is added.
+    fn kiq_batch(
+        &self,
+        submit: impl FnOnce(&mut Kiq, &dyn Fn(u64)) -> Result<u64, Error>,
+        timeout_ns: u64,
+    ) -> Result<(), Error> {
+        let mut kiq = self.kiq.lock();
+        let device = self.device;
+        let seq = submit(&mut kiq, &|_| {
+            device.ring(DEVICE_PEER, DEVICE_VECTOR_COMMAND)
+        })?;
+        kiq.wait(self, seq, timeout_ns).map_err(|e| {
+            hsa_core::error!(
+                e.status(),
+                "{e}; the device says: {}",
+                self.device.message()
+            )
+        })
     }
 
     /// The ivshmem device.
@@ -159,12 +234,6 @@ impl VmHost {
         let mask = IH_RING_BYTES as u32 - 1;
         let wptr = IH_WPTR.0[0].load(Ordering::Acquire) as u32 & mask & !1;
         wptr == self.device.control32(CTL_IH_RPTR) & mask
-    }
-
-    fn command(&self, cmd: u32, args: &[u64]) -> Result<(), Error> {
-        self.device
-            .command(cmd, args, self.tsc_hz)
-            .map_err(|e| hsa_core::error!(Status::OutOfResources, "{e}"))
     }
 }
 
@@ -196,21 +265,12 @@ unsafe impl Host for VmHost {
     }
 
     unsafe fn map_queue(&self, m: &QueueMapping) -> Result<(), Error> {
-        self.command(
-            CMD_MAP_QUEUE,
-            &[
-                m.ring.get(),
-                m.ring_size_bytes,
-                m.amd_queue.get(),
-                m.read_pointer.get(),
-                m.write_pointer.get(),
-                u64::from(m.doorbell.get()),
-            ],
-        )
+        // MEC1, pipe 0, queue 0: the device's one queue slot per doorbell.
+        self.kiq_batch(|kiq, ring| kiq.map_queue(m, 1, 0, 0, ring), KIQ_TIMEOUT_NS)
     }
 
     fn unmap_queue(&self, m: &QueueMapping) -> Result<(), Error> {
-        self.command(CMD_UNMAP_QUEUE, &[u64::from(m.doorbell.get())])
+        self.kiq_batch(|kiq, ring| kiq.unmap_queue(m, ring), KIQ_TIMEOUT_NS)
     }
 
     fn ih_ring(&self) -> IhRingConfig {

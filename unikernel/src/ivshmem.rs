@@ -152,6 +152,22 @@ impl Ivshmem {
     /// # Errors
     /// The device's message when it refused; a timeout message after
     /// [`COMMAND_TIMEOUT_S`].
+    /// The device's last message (why it refused a command or a KIQ packet).
+    pub fn message(&self) -> alloc::string::String {
+        let mut message = alloc::vec::Vec::with_capacity(MESSAGE_BYTES);
+        for i in 0..MESSAGE_BYTES {
+            // SAFETY: as in `control32`, byte reads inside the message area.
+            let b = unsafe {
+                core::ptr::read_volatile(self.control_addr(CTL_MESSAGE + i) as *const u8)
+            };
+            if b == 0 {
+                break;
+            }
+            message.push(b);
+        }
+        alloc::string::String::from_utf8(message).unwrap_or_else(|_| "(not UTF-8)".into())
+    }
+
     pub fn command(&self, cmd: u32, args: &[u64], tsc_hz: u64) -> Result<(), CommandError> {
         static LOCK: spin::Mutex<()> = spin::Mutex::new(());
         let _g = LOCK.lock();
@@ -168,20 +184,10 @@ impl Ivshmem {
                 STATUS_PENDING => {}
                 STATUS_OK => return Ok(()),
                 _ => {
-                    let mut message = alloc::vec::Vec::with_capacity(MESSAGE_BYTES);
-                    for i in 0..MESSAGE_BYTES {
-                        // SAFETY: as in `control32`, byte reads inside the message area.
-                        let b = unsafe {
-                            core::ptr::read_volatile(self.control_addr(CTL_MESSAGE + i) as *const u8)
-                        };
-                        if b == 0 {
-                            break;
-                        }
-                        message.push(b);
-                    }
-                    let message = alloc::string::String::from_utf8(message)
-                        .unwrap_or_else(|_| "(not UTF-8)".into());
-                    return Err(CommandError { cmd, message });
+                    return Err(CommandError {
+                        cmd,
+                        message: self.message(),
+                    })
                 }
             }
             if rdtsc() > deadline {

@@ -761,5 +761,78 @@ fn faults(
         );
     }
     crate::println!("hsa-unikernel: fault queue-error recovered: a new queue runs");
+    bad_mqds(p)
+}
+
+/// How long a KIQ batch the device must refuse is given, ns.
+const REFUSED_BATCH_TIMEOUT_NS: u64 = 50_000_000;
+
+/// 5. MAP_QUEUES packets the device must refuse, each naming what is wrong, and none mapping
+///    a queue: an MQD with a wrong header, an AQL MQD without `SLOT_BASED_WPTR`, a packet
+///    whose doorbell differs from its MQD's, an MQD whose doorbell is not the device's. Each
+///    MQD is a good one (hsa-baremetal's, for a queue at fake addresses) with one field
+///    broken, in a page of system memory.
+fn bad_mqds(p: &'static Vm) -> Result<(), Error> {
+    use hsa_baremetal::mqd::{ComputeMqd, MqdParams, NORMAL_PRIORITY};
+    use hsa_core::wire::kiq::{KiqPacket, MapQueues};
+    use hsa_core::{DoorbellIndex, GpuVa};
+    let page = system_chunk(p, 4096)?;
+    let Some(ptr) = page.host_ptr else {
+        hsa_core::bail!(Status::InvalidAllocation, "MQD page has no host pointer");
+    };
+    let fake = |at: u64| GpuVa(page.gpu_va.get() + 0x800 + at);
+    let good = ComputeMqd::new(&MqdParams {
+        ring: fake(0x100),
+        ring_size_bytes: 4096,
+        rptr_report: fake(0x80),
+        wptr_poll: fake(0x38),
+        doorbell: DoorbellIndex(QUEUE_DOORBELL_INDEX),
+        eop: fake(0x200),
+        eop_size_bytes: 4096,
+        mqd_address: page.gpu_va,
+        vmid: 0,
+        priority: NORMAL_PRIORITY,
+    })?;
+    // (name, the break, the packet's doorbell offset): doorbell 1 is dword offset 2.
+    type Break = fn(&mut [u32; 512]);
+    let cases: [(&str, Break, u32); 4] = [
+        ("header", |d| d[0] = 0xC031_0801, 2),
+        ("slot-based-wptr", |d| d[145] &= !(3 << 25), 2),
+        ("doorbell-mismatch", |_| {}, 4),
+        (
+            "reserved-doorbell",
+            |d| d[143] = (d[143] & !(0x3ff_ffff << 2)) | 40 << 2,
+            40,
+        ),
+    ];
+    for (name, breaks, doorbell_offset) in cases {
+        let mut d = good.v9_mqd().dwords();
+        breaks(&mut d);
+        for (i, w) in d.iter().enumerate() {
+            // SAFETY: the first 2048 bytes of the fresh 4096-byte page, 4-aligned; the device
+            // reads them only after the KIQ batch below is published.
+            unsafe { ptr.cast::<u32>().as_ptr().add(i).write_volatile(*w) };
+        }
+        let packet = MapQueues::amdgpu_kiq(
+            1,
+            0,
+            0,
+            doorbell_offset,
+            page.gpu_va.get(),
+            fake(0x38).get(),
+        );
+        let r = p
+            .host()
+            .kiq_packets(&[KiqPacket::MapQueues(packet)], REFUSED_BATCH_TIMEOUT_NS);
+        let Err(e) = r else {
+            hsa_core::bail!(Status::Error, "bad MQD ({name}): the device mapped it");
+        };
+        crate::println!(
+            "hsa-unikernel: fault bad-mqd {name} refused: {}",
+            e.detail()
+        );
+    }
+    // SAFETY: the page is ours and nothing uses it any more (every batch was refused).
+    unsafe { p.free_memory(&page) }?;
     Ok(())
 }

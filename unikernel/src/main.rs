@@ -184,13 +184,20 @@ fn bring_up(start_info: u32, entry_tsc: u64) -> Result<(), hsa_core::Error> {
         CARVE_OUT_BASE,
         ram_end - CARVE_OUT_BASE,
         apic::tsc_hz(),
-    );
+    )?;
     let platform = hsa_baremetal::BaremetalPlatform::new(vm_host)?;
     let p = host::PLATFORM.call_once(|| platform);
     p.init_heap(&HEAP, HEAP_BYTES)?;
     dev.command(
         protocol::CMD_SET_IH,
         &host::VmHost::ih_layout(),
+        apic::tsc_hz(),
+    )
+    .map_err(|e| error!(Status::Error, "{e}"))?;
+    // The firmware's KIQ bring-up: the device learns where the KIQ ring is.
+    dev.command(
+        protocol::CMD_SET_KIQ,
+        &host::VmHost::kiq_layout(),
         apic::tsc_hz(),
     )
     .map_err(|e| error!(Status::Error, "{e}"))?;

@@ -45,7 +45,10 @@ pub const VECTORS: u16 = 3;
 /// vector [`DEVICE_VECTOR_QUEUE`]; the device then reads the write index from `amd_queue_t`
 /// (the CP's write-pointer poll address), as a CP whose doorbell carries no value would.
 pub const DEVICE_VECTOR_QUEUE: u16 = 0;
-/// Device vector: a command is waiting in the control page.
+/// Device vector: a command is waiting in the control page ([`CTL_CMD`] is set), or the KIQ's
+/// doorbell (its write pointer moved): the KIQ's doorbell is a store of
+/// `DEVICE_PEER << 16 | DEVICE_VECTOR_COMMAND` to the doorbell register, the write pointer
+/// being at the KIQ's poll address (see [`CMD_SET_KIQ`]).
 pub const DEVICE_VECTOR_COMMAND: u16 = 1;
 /// Device vector: echo — the device raises [`GUEST_VECTOR_ECHO`] at once (the raw round trip).
 pub const DEVICE_VECTOR_ECHO: u16 = 2;
@@ -82,7 +85,8 @@ pub const RUN_FAULTS: u32 = 2;
 /// Control page: `u32` rounds of each figure.
 pub const CTL_FIGURE_ROUNDS: usize = 0x10;
 
-/// Control page: `u32` command code (written last by the guest, Release).
+/// Control page: `u32` command code (written last by the guest, Release; the device sets it
+/// back to 0 before the status).
 pub const CTL_CMD: usize = 0x40;
 /// Control page: `u32` command status: [`STATUS_PENDING`], [`STATUS_OK`], [`STATUS_REFUSED`].
 pub const CTL_CMD_STATUS: usize = 0x44;
@@ -108,11 +112,11 @@ pub const STATUS_REFUSED: u32 = 2;
 
 /// Command: the IH ring. Args: ring address, ring bytes, write-pointer write-back address.
 pub const CMD_SET_IH: u32 = 1;
-/// Command: map a queue (`Host::map_queue`). Args: ring address, ring bytes, `amd_queue_t`
-/// address, read-pointer report address, write-pointer poll address, doorbell index.
-pub const CMD_MAP_QUEUE: u32 = 2;
-/// Command: unmap a queue (`Host::unmap_queue`). Args: doorbell index.
-pub const CMD_UNMAP_QUEUE: u32 = 3;
+/// Command: the KIQ, as the firmware brought it up (its ring; on a GPU, the KIQ's MQD and
+/// HQD). Args: ring address, ring dwords, the address of the 64-bit write pointer (dwords)
+/// the device polls. Queues are then mapped and unmapped with `MAP_QUEUES`/`UNMAP_QUEUES`
+/// packets on that ring (`hsa_baremetal::kiq`), each batch fenced by `QUERY_STATUS`.
+pub const CMD_SET_KIQ: u32 = 2;
 /// Command: arm a fault for what comes next. Args: fault ([`FAULT_DROP_INTERRUPT`]...), count.
 pub const CMD_ARM_FAULT: u32 = 4;
 

@@ -14,6 +14,15 @@
 //!   pointer write-back advanced (Release after the entry), then MSI-X vector 0 raised by
 //!   signalling the VM's eventfd 0. Several signals before QEMU reads the eventfd merge into
 //!   one MSI, which the guest's drain handles.
+//! - Queues come and go through the KIQ (the firmware's `SET_KIQ` says where its ring is):
+//!   on the command vector, the device reads the packets between its read pointer and the
+//!   write pointer the guest stored at the KIQ's poll address, and serves `MAP_QUEUES` from the
+//!   MQD bytes at `mqd_addr` only ([`V9Mqd::load_compute`], then the checks a MEC relies on:
+//!   the packet's doorbell equals the MQD's, the write-pointer address is the MQD's),
+//!   `UNMAP_QUEUES` by doorbell offset, `QUERY_STATUS` by writing its fence, `SET_RESOURCES`;
+//!   it refuses anything else, naming the field, and then skips the rest of the batch (so
+//!   the batch's fence is never written, as on a MEC that hit a bad packet). It serves every
+//!   mapped queue on a doorbell.
 //! - Faults, armed by the guest's `ARM_FAULT` command: drop an interrupt, merge several, a
 //!   malformed entry before the next, a queue error (the next kernel fails with
 //!   `MemoryFault`; the processor stores it in `queue_inactive_signal`; the device writes a
@@ -38,6 +47,9 @@ use hsa_core::packet_processor::{
 };
 use hsa_core::queue::ring::Ring;
 use hsa_core::signal::raw::RawSignal;
+use hsa_core::wire::kiq::{EngineSel, KiqPacket, UnmapQueues};
+use hsa_core::wire::mqd::{V9Mqd, V9_MQD_DWORDS};
+use hsa_core::wire::pm4::Header;
 use hsa_core::{error, Error, GpuVa, Status};
 use hsa_gfx9::exec::DeviceMemory;
 use hsa_gfx9::Gfx9Target;
@@ -53,6 +65,17 @@ const LDS_BYTES: u32 = 64 * 1024;
 const CODE_BYTES: u64 = 4096;
 /// `sizeof(amd_queue_t)`.
 const AMD_QUEUE_BYTES: u64 = 256;
+/// `offsetof(amd_queue_t, read_dispatch_id)`: the read pointer's report address is this far
+/// into the queue's `amd_queue_t` (ROCR's layout, which the device needs to find the
+/// indices the packet processor reads).
+const READ_DISPATCH_ID_OFFSET: u64 = 128;
+/// `offsetof(amd_queue_t, write_dispatch_id)`.
+const WRITE_DISPATCH_ID_OFFSET: u64 = 56;
+/// The doorbell dwords this device serves: doorbell [`QUEUE_DOORBELL_INDEX`] (2 dwords).
+const DOORBELL_DWORDS: std::ops::Range<u32> =
+    2 * QUEUE_DOORBELL_INDEX..2 * QUEUE_DOORBELL_INDEX + 2;
+/// Dwords of the longest packet the KIQ reader takes (MAP_PROCESS, 17).
+const KIQ_PACKET_MAX_DWORDS: usize = 17;
 
 /// A shared mapping of a file (guest RAM, or the ivshmem shared memory).
 pub struct Mapping {
@@ -217,6 +240,15 @@ pub struct DeviceStats {
     pub queue_errors: AtomicU64,
     /// Echo requests answered.
     pub echoes: AtomicU64,
+    /// KIQ `MAP_QUEUES` packets that mapped a queue.
+    pub kiq_maps: AtomicU64,
+    /// KIQ `UNMAP_QUEUES` packets served.
+    pub kiq_unmaps: AtomicU64,
+    /// KIQ `QUERY_STATUS` fences written.
+    pub kiq_fences: AtomicU64,
+    /// Why the device refused each KIQ packet it refused, in order (the guest's fault phase
+    /// sends some on purpose).
+    pub kiq_refused: Mutex<Vec<String>>,
     /// Time in the interpreter for one-work-item dispatches, ns.
     pub kernel_ns: AtomicU64,
     /// One-work-item dispatches.
@@ -244,8 +276,18 @@ struct IhWriter {
 
 struct Hqd {
     processor: PacketProcessor,
-    doorbell: u32,
+    /// The doorbell's dword offset (`DOORBELL_OFFSET`).
+    doorbell_dword: u32,
     blocked: bool,
+}
+
+/// The KIQ's ring, as the firmware set it up (`SET_KIQ`), and the device's read pointer.
+struct KiqReader {
+    ring: u64,
+    dwords: u32,
+    wptr_addr: u64,
+    /// Dwords consumed since setup.
+    rptr: u64,
 }
 
 #[derive(Default)]
@@ -278,7 +320,8 @@ pub struct Device {
 
 struct State {
     ih: Option<IhWriter>,
-    hqd: Option<Hqd>,
+    kiq: Option<KiqReader>,
+    hqds: Vec<Hqd>,
     faults: Faults,
     merge_left: u64,
     started: Instant,
@@ -328,7 +371,8 @@ impl Device {
     pub fn run(&self) {
         let mut st = State {
             ih: None,
-            hqd: None,
+            kiq: None,
+            hqds: Vec::new(),
             faults: Faults::default(),
             merge_left: 0,
             started: Instant::now(),
@@ -336,7 +380,7 @@ impl Device {
             small: false,
         };
         loop {
-            let blocked = st.hqd.as_ref().is_some_and(|h| h.blocked);
+            let blocked = st.hqds.iter().any(|h| h.blocked);
             let timeout = rustix::time::Timespec {
                 tv_sec: if blocked { 0 } else { 1 },
                 tv_nsec: if blocked { 100_000 } else { 0 },
@@ -371,8 +415,13 @@ impl Device {
                 push(&self.stats.echo_ns, woke.elapsed());
             }
             if ready[1] {
+                // The command vector is also the KIQ's doorbell: a command is waiting when
+                // CTL_CMD is set (the device clears it), the KIQ when its write pointer moved.
                 drain(&self.mine[usize::from(DEVICE_VECTOR_COMMAND)]);
-                self.command(&mut st);
+                if self.control(CTL_CMD).load(Ordering::Acquire) != 0 {
+                    self.command(&mut st);
+                }
+                self.serve_kiq(&mut st);
             }
             if ready[0] {
                 drain(&self.mine[usize::from(DEVICE_VECTOR_QUEUE)]);
@@ -390,17 +439,7 @@ impl Device {
         let cmd = self.control(CTL_CMD).load(Ordering::Acquire);
         let result = match cmd {
             CMD_SET_IH => self.set_ih(st),
-            CMD_MAP_QUEUE => self.map_queue(st),
-            CMD_UNMAP_QUEUE => {
-                let db = self.arg(0);
-                match &st.hqd {
-                    Some(h) if u64::from(h.doorbell) == db => {
-                        st.hqd = None;
-                        Ok(())
-                    }
-                    _ => Err(format!("no queue is mapped on doorbell {db}")),
-                }
-            }
+            CMD_SET_KIQ => self.set_kiq(st),
             CMD_ARM_FAULT => {
                 let (fault, count) = (self.arg(0), self.arg(1));
                 match fault {
@@ -422,21 +461,241 @@ impl Device {
         let status = match result {
             Ok(()) => STATUS_OK,
             Err(m) => {
-                let bytes = m.as_bytes();
-                let n = bytes.len().min(MESSAGE_BYTES - 1);
-                for (i, b) in bytes[..n].iter().chain(std::iter::once(&0)).enumerate() {
-                    if let Some(p) = self.shm.at((CTL_MESSAGE + i) as u64, 1) {
-                        // SAFETY: a byte of the control page's message area (checked).
-                        unsafe { p.write_volatile(*b) };
-                    }
-                }
+                self.tell(&m);
                 self.complain(format!("device refused command {cmd}: {m}"));
                 STATUS_REFUSED
             }
         };
-        // Release: the message before the status (the guest polls the status).
+        self.control(CTL_CMD).store(0, Ordering::Relaxed);
+        // Release: the message (and the cleared command) before the status (the guest polls
+        // the status).
         self.control(CTL_CMD_STATUS)
             .store(status, Ordering::Release);
+    }
+
+    /// Writes `m` (cut to fit, NUL-terminated) into the control page's message area.
+    fn tell(&self, m: &str) {
+        let bytes = m.as_bytes();
+        let n = bytes.len().min(MESSAGE_BYTES - 1);
+        for (i, b) in bytes[..n].iter().chain(std::iter::once(&0)).enumerate() {
+            if let Some(p) = self.shm.at((CTL_MESSAGE + i) as u64, 1) {
+                // SAFETY: a byte of the control page's message area (checked).
+                unsafe { p.write_volatile(*b) };
+            }
+        }
+    }
+
+    fn set_kiq(&self, st: &mut State) -> Result<(), String> {
+        let (ring, dwords, wptr) = (self.arg(0), self.arg(1), self.arg(2));
+        if !dwords.is_power_of_two() || !(64..=1 << 20).contains(&dwords) {
+            return Err(format!(
+                "KIQ ring of {dwords} dwords is not a power of two in 64..=2^20"
+            ));
+        }
+        if ring % 4 != 0 || self.ram.at(ring, 4 * dwords).is_none() || self.ram.u64(wptr).is_none()
+        {
+            return Err(format!(
+                "KIQ ring {ring:#x} ({dwords} dwords) or write-pointer poll address {wptr:#x} \
+                 is not in guest RAM"
+            ));
+        }
+        st.kiq = Some(KiqReader {
+            ring,
+            dwords: dwords as u32,
+            wptr_addr: wptr,
+            rptr: 0,
+        });
+        Ok(())
+    }
+
+    /// Runs the KIQ's packets up to the write pointer the guest published.
+    fn serve_kiq(&self, st: &mut State) {
+        let Some(k) = st.kiq.as_ref() else {
+            return;
+        };
+        let (ring, mask) = (k.ring, u64::from(k.dwords) - 1);
+        // Acquire pairs with the guest's Release store after it wrote the packets.
+        let wptr = self
+            .ram
+            .u64(k.wptr_addr)
+            .map_or(0, |w| w.load(Ordering::Acquire));
+        let mut rptr = k.rptr;
+        let dword = |i: u64| {
+            self.ram
+                .u32(ring + 4 * (i & mask))
+                .map_or(0, |w| u32::from_le(w.load(Ordering::Acquire)))
+        };
+        while rptr < wptr {
+            let header = dword(rptr);
+            let len = Header::parse(header)
+                .packet_dwords()
+                .filter(|&n| n <= KIQ_PACKET_MAX_DWORDS);
+            let result = match len {
+                None => Err(format!(
+                    "KIQ header {header:#010x} at dword {rptr} is not a queue-management packet"
+                )),
+                Some(n) if rptr + n as u64 > wptr => Err(format!(
+                    "KIQ packet {header:#010x} at dword {rptr} runs past the write pointer {wptr}"
+                )),
+                Some(n) => {
+                    let words: Vec<u32> = (0..n as u64).map(|i| dword(rptr + i)).collect();
+                    rptr += n as u64;
+                    KiqPacket::parse(&words)
+                        .map_err(|e| format!("KIQ packet at dword {}: {e}", rptr - n as u64))
+                        .and_then(|p| self.kiq_packet(st, &p))
+                }
+            };
+            if let Err(m) = result {
+                // A MEC stops at a packet it refuses; the batch's fence is never written.
+                self.tell(&m);
+                self.stats
+                    .kiq_refused
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(m);
+                rptr = wptr;
+            }
+        }
+        if let Some(k) = st.kiq.as_mut() {
+            k.rptr = rptr;
+        }
+    }
+
+    fn kiq_packet(&self, st: &mut State, p: &KiqPacket) -> Result<(), String> {
+        match *p {
+            KiqPacket::MapQueues(m) => self.map_queue(st, &m),
+            KiqPacket::UnmapQueues(UnmapQueues::Doorbells {
+                engine_sel: EngineSel::Compute,
+                doorbell_offsets,
+                count,
+                ..
+            }) => {
+                for &db in &doorbell_offsets[..usize::from(count)] {
+                    let Some(i) = st.hqds.iter().position(|h| h.doorbell_dword == db) else {
+                        return Err(format!(
+                            "UNMAP_QUEUES doorbell_offset {db:#x}: no queue is mapped there"
+                        ));
+                    };
+                    st.hqds.remove(i);
+                }
+                self.stats.kiq_unmaps.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            KiqPacket::QueryStatus(q) => {
+                let Some(w) = self.ram.u64(q.addr) else {
+                    return Err(format!(
+                        "QUERY_STATUS addr {:#x} is not an 8-aligned word of guest RAM",
+                        q.addr
+                    ));
+                };
+                w.store(q.data.to_le(), Ordering::Release);
+                self.stats.kiq_fences.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            KiqPacket::SetResources(_) => Ok(()),
+            other => Err(format!("KIQ packet {other:?} is not served by this device")),
+        }
+    }
+
+    /// `MAP_QUEUES`: the queue is what the MQD at `mqd_addr` says.
+    fn map_queue(&self, st: &mut State, m: &hsa_core::wire::kiq::MapQueues) -> Result<(), String> {
+        if m.engine_sel != EngineSel::Compute as u8 || m.extended_engine_sel != 0 {
+            return Err(format!(
+                "MAP_QUEUES engine_sel {} (extended {}): this device has compute queues only",
+                m.engine_sel, m.extended_engine_sel
+            ));
+        }
+        if m.num_queues != 1 {
+            return Err(format!(
+                "MAP_QUEUES num_queues {}: the packet carries one MQD",
+                m.num_queues
+            ));
+        }
+        let mut bytes = [0u8; V9_MQD_DWORDS * 4];
+        GuestMemory(&self.ram)
+            .read(m.mqd_addr, &mut bytes)
+            .map_err(|e| format!("MAP_QUEUES mqd_addr {:#x}: {e}", m.mqd_addr))?;
+        let mqd = V9Mqd::from_dwords(std::array::from_fn(|i| {
+            u32::from_le_bytes([
+                bytes[4 * i],
+                bytes[4 * i + 1],
+                bytes[4 * i + 2],
+                bytes[4 * i + 3],
+            ])
+        }));
+        let hqd = mqd
+            .load_compute(DOORBELL_DWORDS, true)
+            .map_err(|e| format!("MAP_QUEUES mqd_addr {:#x}: {e}", m.mqd_addr))?;
+        if m.doorbell_offset != hqd.doorbell_dword {
+            return Err(format!(
+                "MAP_QUEUES doorbell_offset {:#x} differs from the MQD's DOORBELL_OFFSET {:#x}",
+                m.doorbell_offset, hqd.doorbell_dword
+            ));
+        }
+        if m.wptr_addr != hqd.write_ptr {
+            return Err(format!(
+                "MAP_QUEUES wptr_addr {:#x} differs from the MQD's cp_hqd_pq_wptr_poll_addr {:#x}",
+                m.wptr_addr, hqd.write_ptr
+            ));
+        }
+        if st
+            .hqds
+            .iter()
+            .any(|h| h.doorbell_dword == hqd.doorbell_dword)
+        {
+            return Err(format!(
+                "MAP_QUEUES doorbell_offset {:#x}: a queue is already mapped there",
+                hqd.doorbell_dword
+            ));
+        }
+        let amd_queue = hqd.read_ptr.wrapping_sub(READ_DISPATCH_ID_OFFSET);
+        if hqd.write_ptr != amd_queue.wrapping_add(WRITE_DISPATCH_ID_OFFSET) {
+            return Err(format!(
+                "MQD read pointer {:#x} and write pointer {:#x} are not one amd_queue_t's \
+                 read_dispatch_id and write_dispatch_id",
+                hqd.read_ptr, hqd.write_ptr
+            ));
+        }
+        let (ring, ring_bytes) = (hqd.ring, hqd.ring_size_bytes);
+        let packets = ring_bytes / 64;
+        if !packets.is_power_of_two() || packets > u64::from(u32::MAX) {
+            return Err(format!(
+                "ring of {ring_bytes} bytes is not 64 * a power of two"
+            ));
+        }
+        let (Some(ring_p), Some(queue_p)) = (
+            self.ram.at(ring, ring_bytes),
+            self.ram.at(amd_queue, AMD_QUEUE_BYTES),
+        ) else {
+            return Err(format!(
+                "ring {ring:#x} or amd_queue_t {amd_queue:#x} is not in guest RAM"
+            ));
+        };
+        if ring_p as usize % 64 != 0 || queue_p as usize % 64 != 0 {
+            return Err(format!(
+                "ring {ring:#x} or amd_queue_t {amd_queue:#x} is not 64-byte aligned"
+            ));
+        }
+        // SAFETY: both inside guest RAM, which stays mapped as long as the device (checked
+        // above), 64-aligned, the size a power of two; the guest keeps them valid until its
+        // UNMAP_QUEUES, which drops this processor first.
+        let ring = unsafe {
+            Ring::new(
+                NonNull::new(ring_p).ok_or("null ring")?,
+                packets as u32,
+                NonNull::new(queue_p.cast::<AmdQueue>()).ok_or("null amd_queue_t")?,
+            )
+        };
+        // SAFETY: one HQD per doorbell (checked above): this processor is the ring's only
+        // consumer.
+        let consumer = unsafe { RingConsumer::new(ring) };
+        st.hqds.push(Hqd {
+            processor: PacketProcessor::new(consumer),
+            doorbell_dword: hqd.doorbell_dword,
+            blocked: false,
+        });
+        self.stats.kiq_maps.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     fn set_ih(&self, st: &mut State) -> Result<(), String> {
@@ -461,68 +720,19 @@ impl Device {
         Ok(())
     }
 
-    fn map_queue(&self, st: &mut State) -> Result<(), String> {
-        let (ring, ring_bytes, amd_queue, doorbell) =
-            (self.arg(0), self.arg(1), self.arg(2), self.arg(5));
-        if st.hqd.is_some() {
-            return Err("the device has one HQD and it is in use".into());
-        }
-        if doorbell != u64::from(QUEUE_DOORBELL_INDEX) {
-            return Err(format!(
-                "doorbell {doorbell} is not the queue doorbell {QUEUE_DOORBELL_INDEX}"
-            ));
-        }
-        let packets = ring_bytes / 64;
-        if !packets.is_power_of_two() || packets > u64::from(u32::MAX) {
-            return Err(format!(
-                "ring of {ring_bytes} bytes is not 64 * a power of two"
-            ));
-        }
-        let (Some(ring_p), Some(queue_p)) = (
-            self.ram.at(ring, ring_bytes),
-            self.ram.at(amd_queue, AMD_QUEUE_BYTES),
-        ) else {
-            return Err(format!(
-                "ring {ring:#x} or amd_queue_t {amd_queue:#x} is not in guest RAM"
-            ));
-        };
-        if ring_p as usize % 64 != 0 || queue_p as usize % 64 != 0 {
-            return Err(format!(
-                "ring {ring:#x} or amd_queue_t {amd_queue:#x} is not 64-byte aligned"
-            ));
-        }
-        // SAFETY: both inside guest RAM, which stays mapped as long as the device (checked
-        // above), 64-aligned, the size a power of two; the guest's map_queue contract keeps
-        // them valid until its unmap_queue, which drops this processor first.
-        let ring = unsafe {
-            Ring::new(
-                NonNull::new(ring_p).ok_or("null ring")?,
-                packets as u32,
-                NonNull::new(queue_p.cast::<AmdQueue>()).ok_or("null amd_queue_t")?,
-            )
-        };
-        // SAFETY: one HQD: this processor is the ring's only consumer.
-        let consumer = unsafe { RingConsumer::new(ring) };
-        st.hqd = Some(Hqd {
-            processor: PacketProcessor::new(consumer),
-            doorbell: doorbell as u32,
-            blocked: false,
-        });
-        Ok(())
-    }
-
     fn serve_queue(&self, st: &mut State) {
-        let Some(mut hqd) = st.hqd.take() else {
-            return;
-        };
-        // The doorbell carried no value: the write index is in amd_queue_t
-        // (write_dispatch_id, the CP's write-pointer poll address). Acquire pairs with the
-        // producer's reservation (an AcqRel add before the packet and the doorbell).
-        let ring = *hqd.processor.ring();
-        let published = ring.write_index().load(Ordering::Acquire);
-        if hqd.processor.stopped().is_none()
-            && (hqd.blocked || hqd.processor.read_index() < published)
-        {
+        let mut hqds = std::mem::take(&mut st.hqds);
+        for hqd in &mut hqds {
+            // The doorbell carried no value: the write index is in amd_queue_t
+            // (write_dispatch_id, the CP's write-pointer poll address). Acquire pairs with
+            // the producer's reservation (an AcqRel add before the packet and the doorbell).
+            let ring = *hqd.processor.ring();
+            let published = ring.write_index().load(Ordering::Acquire);
+            if hqd.processor.stopped().is_some()
+                || !(hqd.blocked || hqd.processor.read_index() < published)
+            {
+                continue;
+            }
             loop {
                 let ctx = Ctx {
                     dev: self,
@@ -551,7 +761,9 @@ impl Device {
                 }
             }
         }
-        st.hqd = Some(hqd);
+        // Queues mapped while these ran (none: the KIQ is served between doorbells) stay.
+        hqds.append(&mut st.hqds);
+        st.hqds = hqds;
     }
 
     fn push_entry(&self, st: &mut State, entry: &[u8; 32]) -> bool {
