@@ -249,6 +249,13 @@ pub unsafe trait Host: Send + Sync {
         crate::WAIT_EVENT_SPIN_NS
     }
 
+    /// Which IH entries are this runtime's (`crate::irq::IhFilter`): the VMIDs its queues run
+    /// under and its PASID, as amdkfd keeps `first_vmid_kfd..=last_vmid_kfd` on an IH ring it
+    /// shares with amdgpu. Default: every entry (an IH ring of this runtime alone).
+    fn ih_filter(&self) -> crate::irq::IhFilter {
+        crate::irq::IhFilter::ANY
+    }
+
     /// Wakes CPUs sleeping in [`wait_for_interrupt`](Host::wait_for_interrupt) after an event
     /// was signaled by software (an IPI, or nothing on a single core). Must not block.
     fn wake_waiters(&self) {}

@@ -22,7 +22,7 @@
 //! [`MemoryFaultReason::PAGE_NOT_PRESENT`] and [`MemoryFaultReason::READ_ONLY`]
 //! ([`IhAction::MemoryFault`]); the handler passes it to its caller's `on_fault`.
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use hsa_core::platform::MemoryFaultReason;
 use hsa_core::{EventId, GpuVa};
@@ -56,8 +56,13 @@ pub const SOURCE_CP_BAD_OPCODE: u8 = 183;
 pub enum IhAction {
     /// Signal this event.
     Signal(EventId),
-    /// A queue was stopped with an error: read the queues' inactive signals.
-    QueueError,
+    /// The CP stopped the queue on doorbell `doorbell_id` with exception `error_code`.
+    QueueError {
+        /// `KFD_DEBUG_DOORBELL_ID`: the doorbell's 64-bit slot in its 8 KiB doorbell page.
+        doorbell_id: u16,
+        /// `KFD_DEBUG_CP_BAD_OP_ECODE`: amdkfd's exception code (0: none given).
+        error_code: u16,
+    },
     /// A GPU page fault at `address` (page-aligned), for `reason`.
     MemoryFault {
         /// The faulting page's device address.
@@ -98,8 +103,60 @@ pub fn classify(e: &IhEntry) -> IhAction {
                 (c0 & 0xfff) | ((c0 >> 16) & 0xf000) | ((c1 << 16) & 0xff_0000),
             ))
         }
-        SOURCE_CP_BAD_OPCODE => IhAction::QueueError,
+        SOURCE_CP_BAD_OPCODE => IhAction::QueueError {
+            doorbell_id: (e.src_data[0] & CP_BAD_OP_DOORBELL_ID_MASK) as u16,
+            error_code: ((e.src_data[0] & CP_BAD_OP_ECODE_MASK) >> CP_BAD_OP_ECODE_SHIFT) as u16,
+        },
         _ => IhAction::Unknown,
+    }
+}
+
+/// `KFD_INT_DATA_DEBUG_DOORBELL_MASK` (`kfd_int_process_v9.c`): bits 0..10 of a
+/// `CP_BAD_OPCODE` entry's `context_id0` are the stopped queue's doorbell id, its 64-bit slot
+/// in its 8 KiB doorbell page (1024 slots).
+pub const CP_BAD_OP_DOORBELL_ID_MASK: u32 = 0x3ff;
+/// `KFD_DEBUG_CP_BAD_OP_ECODE_MASK`: bits 10..26 of that `context_id0` are amdkfd's exception
+/// code (`enum kfd_dbg_trap_exception_code`).
+pub const CP_BAD_OP_ECODE_MASK: u32 = 0x3ff_fc00;
+/// `KFD_DEBUG_CP_BAD_OP_ECODE_SHIFT`.
+pub const CP_BAD_OP_ECODE_SHIFT: u32 = 10;
+/// Doorbell ids a `CP_BAD_OPCODE` entry can name.
+pub const DOORBELL_IDS: usize = 1024;
+
+/// The `context_id0` a command processor writes into a `CP_BAD_OPCODE` entry for the queue on
+/// doorbell `doorbell_id` stopped with exception `error_code` (inverse of [`classify`]).
+pub const fn cp_bad_opcode_context(doorbell_id: u32, error_code: u32) -> u32 {
+    (doorbell_id & CP_BAD_OP_DOORBELL_ID_MASK)
+        | ((error_code << CP_BAD_OP_ECODE_SHIFT) & CP_BAD_OP_ECODE_MASK)
+}
+
+/// Which IH entries are this runtime's, as amdkfd's `event_interrupt_isr_v9` decides for its
+/// processes: entries whose VMID lies in `first_vmid..=last_vmid` (amdkfd's
+/// `first_vmid_kfd..=last_vmid_kfd`: amdgpu's own rings fence on VMID 0 on a shared IH ring)
+/// and, when `pasid` is given, whose PASID is it. Others are counted
+/// ([`IrqCounters::foreign`]) and skipped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IhFilter {
+    /// The first VMID of this runtime's.
+    pub first_vmid: u8,
+    /// The last VMID of this runtime's.
+    pub last_vmid: u8,
+    /// This runtime's PASID, when the host gave its queues one.
+    pub pasid: Option<u16>,
+}
+
+impl IhFilter {
+    /// Every entry (VMIDs 0..=15, any PASID): an IH ring of this runtime alone.
+    pub const ANY: IhFilter = IhFilter {
+        first_vmid: 0,
+        last_vmid: 15,
+        pasid: None,
+    };
+
+    /// Whether entry `e` is this runtime's.
+    pub fn wants(&self, e: &IhEntry) -> bool {
+        (self.first_vmid..=self.last_vmid).contains(&e.vmid)
+            && self.pasid.is_none_or(|p| p == e.pasid)
     }
 }
 
@@ -219,6 +276,8 @@ pub struct IrqCounters {
     pub bad_event: AtomicU64,
     /// Ring overflows reported by the write pointer.
     pub overflows: AtomicU64,
+    /// Entries of other VMIDs or PASIDs ([`IhFilter`]), skipped.
+    pub foreign: AtomicU64,
 }
 
 /// A copy of [`IrqCounters`] at one moment.
@@ -242,6 +301,8 @@ pub struct IrqStats {
     pub bad_event: u64,
     /// See [`IrqCounters::overflows`].
     pub overflows: u64,
+    /// See [`IrqCounters::foreign`].
+    pub foreign: u64,
 }
 
 impl IrqCounters {
@@ -258,6 +319,7 @@ impl IrqCounters {
             malformed: r(&self.malformed),
             bad_event: r(&self.bad_event),
             overflows: r(&self.overflows),
+            foreign: r(&self.foreign),
         }
     }
 }
@@ -268,18 +330,43 @@ pub struct InterruptHandler {
     ring: spin::Mutex<IhRing>,
     again: AtomicBool,
     queue_error: AtomicBool,
+    filter: IhFilter,
+    /// Per doorbell id: 0, or `CP_ERROR_MARK | exception code` of a `CP_BAD_OPCODE` entry not
+    /// yet taken ([`take_cp_error`](Self::take_cp_error)).
+    cp_errors: [AtomicU32; DOORBELL_IDS],
     counters: IrqCounters,
 }
 
+/// The mark of a pending CP error in [`InterruptHandler`]'s table (the 16-bit exception code
+/// sits below it).
+const CP_ERROR_MARK: u32 = 1 << 16;
+
 impl InterruptHandler {
-    /// A handler draining `ring`.
+    /// A handler draining `ring`, taking every entry ([`IhFilter::ANY`]).
     pub fn new(ring: IhRing) -> InterruptHandler {
+        InterruptHandler::with_filter(ring, IhFilter::ANY)
+    }
+
+    /// A handler draining `ring`, taking the entries `filter` wants.
+    pub fn with_filter(ring: IhRing, filter: IhFilter) -> InterruptHandler {
         InterruptHandler {
             ring: spin::Mutex::new(ring),
             again: AtomicBool::new(false),
             queue_error: AtomicBool::new(false),
+            filter,
+            cp_errors: [const { AtomicU32::new(0) }; DOORBELL_IDS],
             counters: IrqCounters::default(),
         }
+    }
+
+    /// The exception code of the `CP_BAD_OPCODE` entry drained for doorbell id
+    /// `doorbell_id` (its 64-bit slot in its doorbell page, `0..1024`), if one came since the
+    /// last call for it; clears it. Several entries for one doorbell before a call keep the
+    /// last code.
+    pub fn take_cp_error(&self, doorbell_id: u16) -> Option<u16> {
+        let slot = self.cp_errors.get(usize::from(doorbell_id))?;
+        let v = slot.swap(0, Ordering::AcqRel);
+        (v & CP_ERROR_MARK != 0).then_some(v as u16)
     }
 
     /// The counters.
@@ -318,6 +405,10 @@ impl InterruptHandler {
                 // Logged records are formatted only when a `log` backend takes them.
                 let stats = ring.drain(|r| match r {
                     Err(e) => log::warn!("IH ring: entry skipped: {e}"),
+                    Ok(e) if !self.filter.wants(&e) => {
+                        log::debug!("IH ring: entry of another VMID or PASID: {e:?}");
+                        c.foreign.fetch_add(1, Ordering::Relaxed);
+                    }
                     Ok(e) => match classify(&e) {
                         IhAction::Signal(id) => {
                             if events.set_pending(id) {
@@ -328,8 +419,17 @@ impl InterruptHandler {
                                 c.bad_event.fetch_add(1, Ordering::Relaxed);
                             }
                         }
-                        IhAction::QueueError => {
+                        IhAction::QueueError {
+                            doorbell_id,
+                            error_code,
+                        } => {
                             c.queue_errors.fetch_add(1, Ordering::Relaxed);
+                            if let Some(slot) = self.cp_errors.get(usize::from(doorbell_id)) {
+                                slot.store(
+                                    CP_ERROR_MARK | u32::from(error_code),
+                                    Ordering::Release,
+                                );
+                            }
                             self.queue_error.store(true, Ordering::Release);
                         }
                         IhAction::MemoryFault { address, reason } => {
@@ -435,8 +535,21 @@ mod tests {
             classify(&entry(0x14, 239, 0xf000_0001, 0)),
             IhAction::Signal(EventId(0xf001))
         );
-        assert_eq!(classify(&entry(0x14, 183, 7, 0)), IhAction::QueueError); // CP bad opcode
-        assert_eq!(classify(&entry(0x0a, 183, 0, 0)), IhAction::QueueError);
+        // CP bad opcode: context_id0 = doorbell id [9:0] | exception code [25:10]
+        // (KFD_DEBUG_DOORBELL_ID, KFD_DEBUG_CP_BAD_OP_ECODE); bits 26-31 are not the code's.
+        let qe = |doorbell_id, error_code| IhAction::QueueError {
+            doorbell_id,
+            error_code,
+        };
+        assert_eq!(classify(&entry(0x14, 183, 7, 0)), qe(7, 0));
+        assert_eq!(classify(&entry(0x0a, 183, 0, 0)), qe(0, 0));
+        assert_eq!(
+            classify(&entry(0x14, 183, 0xfc00_0000 | 16 << 10 | 0x3ff, 0)),
+            qe(0x3ff, 16)
+        );
+        assert_eq!(classify(&entry(0x14, 183, 0x03ff_fc02, 0)), qe(2, 0xffff));
+        assert_eq!(cp_bad_opcode_context(0x402, 16), 2 | 16 << 10);
+        assert_eq!(cp_bad_opcode_context(5, 0x1_0001), 5 | 1 << 10);
         assert_eq!(classify(&entry(0x14, 184, 7, 0)), IhAction::Unknown); // CP privileged reg
         assert_eq!(classify(&entry(0x0e, 183, 7, 0)), IhAction::Unknown); // not a CP client
         assert_eq!(classify(&entry(0x0e, 181, 7, 0)), IhAction::Unknown);
@@ -482,6 +595,83 @@ mod tests {
             64,
             "the read pointer moves to the entry boundary"
         );
+    }
+
+    /// Entries of VMIDs outside the filter's range, or of another PASID, are counted as
+    /// foreign and do nothing (amdgpu's VMID-0 fence on a shared ring signals no event); a
+    /// `CP_BAD_OPCODE` entry marks its doorbell id with its exception code, taken once.
+    #[test]
+    fn the_filter_skips_foreign_entries_and_cp_errors_are_kept_by_doorbell() {
+        let (r, _ring) = crate::mmio::test_region(64); // 8 entries
+        let (w, _wptr) = crate::mmio::test_region(1);
+        let (rp, _rptr) = crate::mmio::test_region(1);
+        let filter = IhFilter {
+            first_vmid: 8,
+            last_vmid: 15,
+            pasid: Some(0x8001),
+        };
+        let h = InterruptHandler::with_filter(crate::ih::IhRing::new(r, w, rp, 0).unwrap(), filter);
+        let events = EventTable::<1>::new();
+        let ids: [EventId; 2] = core::array::from_fn(|_| events.allocate().unwrap());
+        let put = |i: usize, vmid: u8, pasid: u16, source: u8, d0: u32| {
+            let e = IhEntry {
+                client_id: CLIENT_GRBM_CP,
+                source_id: source,
+                vmid,
+                pasid,
+                src_data: [d0, 0, 0, 0],
+                ..IhEntry::default()
+            }
+            .encode();
+            for (k, c) in e.chunks(4).enumerate() {
+                r.write32(32 * i + 4 * k, u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .unwrap();
+            }
+        };
+        put(0, 0, 0, SOURCE_CP_END_OF_PIPE, ids[0].0); // amdgpu's VMID-0 fence
+        put(1, 7, 0x8001, SOURCE_CP_END_OF_PIPE, ids[0].0); // below first_vmid
+        put(2, 8, 0x8002, SOURCE_CP_END_OF_PIPE, ids[0].0); // another process
+        put(3, 15, 0x8001, SOURCE_CP_END_OF_PIPE, ids[1].0); // ours
+        put(
+            4,
+            8,
+            0x8001,
+            SOURCE_CP_BAD_OPCODE,
+            cp_bad_opcode_context(0x21, 16),
+        );
+        put(
+            5,
+            9,
+            0x8001,
+            SOURCE_CP_BAD_OPCODE,
+            cp_bad_opcode_context(0x3ff, 0),
+        );
+        put(
+            6,
+            0,
+            0x8001,
+            SOURCE_CP_BAD_OPCODE,
+            cp_bad_opcode_context(0x22, 18),
+        );
+        w.write32(0, 7 * 32).unwrap();
+        assert_eq!(h.on_interrupt(&events, &|_, _| {}, &|| {}), 1);
+        assert!(!events.is_pending(ids[0]) && events.is_pending(ids[1]));
+        let s = h.counters().snapshot();
+        assert_eq!(
+            (s.entries, s.foreign, s.signaled, s.queue_errors),
+            (7, 4, 1, 2)
+        );
+        assert!(h.take_queue_error());
+        assert_eq!(h.take_cp_error(0x21), Some(16));
+        assert_eq!(h.take_cp_error(0x21), None, "taken once");
+        assert_eq!(h.take_cp_error(0x3ff), Some(0));
+        assert_eq!(h.take_cp_error(0x22), None, "a foreign entry marks nothing");
+        assert_eq!(h.take_cp_error(1024), None, "past the doorbell page");
+        assert!(IhFilter::ANY.wants(&IhEntry {
+            vmid: 15,
+            pasid: 3,
+            ..IhEntry::default()
+        }));
     }
 
     /// A reused id starts without the pending mark its previous owner left, and allocating

@@ -126,6 +126,9 @@ pub struct BaremetalPlatform<H: Host, const EVENT_WORDS: usize = 4> {
     /// A queue-error entry arrived (or a check was asked for) and the queues' inactive
     /// signals were not read since.
     queue_errors_pending: AtomicBool,
+    /// The next look reads every queue's inactive signal, not only those a `CP_BAD_OPCODE`
+    /// entry named ([`check_queue_errors`](Self::check_queue_errors)).
+    queue_errors_scan_all: AtomicBool,
     /// Calls of each queue slot's error callback in progress (set under the queue table's
     /// lock, cleared after the call): `destroy_queue` waits for them, so that no callback runs
     /// after its queue's destroy returned (`QueueRequest::on_error`).
@@ -239,16 +242,18 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
         })?;
         mmio::host_carve_out_window(&host, event_page.carve_out, event_page.offset, page_bytes)?
             .fill_zero();
+        let filter = host.ih_filter();
         Ok(BaremetalPlatform {
             host,
             memory,
             doorbells,
-            irq: InterruptHandler::new(ih),
+            irq: InterruptHandler::with_filter(ih, filter),
             events: EventTable::new(),
             event_page,
             queues: spin::Mutex::new([const { None }; MAX_QUEUES]),
             delivering: [const { AtomicU32::new(0) }; MAX_QUEUES],
             queue_errors_pending: AtomicBool::new(false),
+            queue_errors_scan_all: AtomicBool::new(false),
             fault_handler: spin::Mutex::new(None),
         })
     }
@@ -302,18 +307,24 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
     /// that stops queues without writing such an entry, or a host that lost its interrupt.
     /// Returns the number of callbacks called.
     pub fn check_queue_errors(&self) -> usize {
+        self.queue_errors_scan_all.store(true, Ordering::Release);
         self.queue_errors_pending.store(true, Ordering::Release);
         self.report_queue_errors()
     }
 
     /// When a queue-error entry arrived since the last look (or [`check_queue_errors`]
-    /// asked): for every live queue created with `QueueRequest::on_error` whose
-    /// `queue_inactive_signal` holds a positive value, calls the callback once, with the
-    /// status `hsa_core::queue::inactive::decode` reads from that value (`Status::Error` for
-    /// one it cannot read) and the detail `queue_inactive_signal 0x...` (the value), and the
-    /// platform's queue id; a queue is reported at most once in its life, and logged at error
-    /// level (`log`) before its callback runs. A negative value (the core's "destroyed" mark)
-    /// is no error. Returns the number of callbacks called.
+    /// asked): for every live queue created with `QueueRequest::on_error` that a
+    /// `CP_BAD_OPCODE` entry named by its doorbell id (the doorbell index modulo 1024, its
+    /// slot in an 8 KiB doorbell page; every queue after [`check_queue_errors`]), reads its
+    /// `queue_inactive_signal`. A queue the entry named whose signal holds no error yet (a
+    /// command processor that does not write it, as silicon's) gets the entry's exception
+    /// code as ROCR 7 maps it (`hsa_core::queue::inactive::exception_status`), stored there
+    /// (`encode`) so that its waiters see it. For a positive value, calls the callback once,
+    /// with the status `hsa_core::queue::inactive::decode` reads from that value
+    /// (`Status::Error` for one it cannot read) and the detail `queue_inactive_signal 0x...`
+    /// (the value), and the platform's queue id; a queue is reported at most once in its
+    /// life, and logged at error level (`log`) before its callback runs. A negative value (the
+    /// core's "destroyed" mark) is no error. Returns the number of callbacks called.
     ///
     /// Callbacks run on the caller's CPU after the queue table's lock is released, so they
     /// may call back into the platform; from [`on_interrupt`](Self::on_interrupt) that is the
@@ -331,17 +342,33 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
                 break;
             };
             self.queue_errors_pending.store(false, Ordering::Release);
+            let scan_all = self.queue_errors_scan_all.swap(false, Ordering::AcqRel);
             // Acquire: the packet processor stored the value before the entry that brought us
             // here (and its write pointer, which the drain read with Acquire).
             fence(Ordering::Acquire);
             let mut calls: [Option<(QueueErrorCallback, u64)>; MAX_QUEUES] = [None; MAX_QUEUES];
             for (call, slot) in calls.iter_mut().zip(slots.iter_mut()) {
-                let Some(w) = slot.as_mut().and_then(|s| s.watch.as_mut()) else {
+                let Some(s) = slot.as_mut() else {
                     continue;
                 };
-                let Ok(v) = w.inactive_value.read64(0) else {
+                let doorbell_id = (s.mapping.doorbell.get() as usize % irq::DOORBELL_IDS) as u16;
+                let named = self.irq.take_cp_error(doorbell_id);
+                let Some(w) = s.watch.as_mut() else {
                     continue;
                 };
+                if named.is_none() && !scan_all {
+                    continue;
+                }
+                let Ok(mut v) = w.inactive_value.read64(0) else {
+                    continue;
+                };
+                if let Some(code) = named.filter(|_| v == 0) {
+                    let status = hsa_core::queue::inactive::exception_status(code.into());
+                    v = hsa_core::queue::inactive::encode(status, false) as u64;
+                    if w.inactive_value.write64(0, v).is_err() {
+                        continue;
+                    }
+                }
                 if w.reported || (v as i64) <= 0 {
                     continue;
                 }

@@ -468,10 +468,13 @@ fn callbacks(data: usize) -> Vec<(QueueId, Status, String)> {
         .collect()
 }
 
-fn cp_bad_opcode() -> [u8; 32] {
+/// A `CP_BAD_OPCODE` entry as the MEC writes it: `context_id0` = the doorbell id (bits 0..10)
+/// | the exception code (bits 10..26).
+fn cp_bad_opcode(doorbell: DoorbellIndex, code: u32) -> [u8; 32] {
     IhEntry {
         client_id: 0x14,
         source_id: 183,
+        src_data: [(doorbell.get() & 0x3ff) | code << 10, 0, 0, 0],
         ..Default::default()
     }
     .encode()
@@ -501,7 +504,7 @@ fn a_stopped_queue_is_reported_to_its_callback_once_with_the_stored_status() {
         flags: MemoryFlags::HOST_ACCESS,
     };
     let ring = p.allocate_memory(&sys(4096)).unwrap();
-    let descs: Vec<MemoryChunk> = (0..3)
+    let descs: Vec<MemoryChunk> = (0..4)
         .map(|_| p.allocate_memory(&sys(4096)).unwrap())
         .collect();
     let request = |d: &MemoryChunk, data: Option<usize>| QueueRequest {
@@ -542,14 +545,21 @@ fn a_stopped_queue_is_reported_to_its_callback_once_with_the_stored_status() {
     let q1 = unsafe { p.create_queue(&request(&descs[1], Some(DATA + 1))) }.unwrap();
     // SAFETY: as for q0.
     let q2 = unsafe { p.create_queue(&request(&descs[2], None)) }.unwrap();
+    // SAFETY: as for q0.
+    let q3 = unsafe { p.create_queue(&request(&descs[3], Some(DATA + 2))) }.unwrap();
     let h = p.host();
 
-    // A queue-error entry while every inactive signal is 0: nothing to report.
-    h.put_raw(0, cp_bad_opcode());
+    // A queue-error entry for a doorbell no queue uses: nothing to report.
+    h.put_raw(0, cp_bad_opcode(DoorbellIndex(60), 16));
     h.set_wptr(32);
     p.on_interrupt();
     assert_eq!(p.irq_stats().queue_errors, 1);
     assert!(callbacks(DATA).is_empty() && callbacks(DATA + 1).is_empty());
+    assert_eq!(
+        value(3).load(Ordering::SeqCst),
+        0,
+        "no other queue is touched"
+    );
 
     // Queue 1 stops with an illegal instruction, queue 2 (no callback) with a memory fault;
     // the value alone, without an entry, is not looked at.
@@ -563,8 +573,17 @@ fn a_stopped_queue_is_reported_to_its_callback_once_with_the_stored_status() {
     h.set_wptr(64);
     p.on_interrupt();
     assert!(callbacks(DATA + 1).is_empty(), "no queue-error entry yet");
-    h.put_raw(2, cp_bad_opcode());
+    // An entry naming queue 2's doorbell reports no other queue (queue 1's value waits).
+    h.put_raw(2, cp_bad_opcode(q2.doorbell, 0));
     h.set_wptr(96);
+    p.on_interrupt();
+    assert!(
+        callbacks(DATA + 1).is_empty(),
+        "queue 1's doorbell was not named"
+    );
+    // The stored value is the processor's: the entry's code does not replace it.
+    h.put_raw(3, cp_bad_opcode(q1.doorbell, 18));
+    h.set_wptr(128);
     p.on_interrupt();
     let want1 = vec![(
         q1.id,
@@ -585,8 +604,8 @@ fn a_stopped_queue_is_reported_to_its_callback_once_with_the_stored_status() {
         log_records()
     );
     // Once: another entry, or a look without one, reports it no more.
-    h.put_raw(3, cp_bad_opcode());
-    h.set_wptr(128);
+    h.put_raw(4, cp_bad_opcode(q1.doorbell, 0));
+    h.set_wptr(160);
     p.on_interrupt();
     assert_eq!(p.check_queue_errors(), 0);
     assert_eq!(callbacks(DATA + 1), want1);
@@ -605,9 +624,25 @@ fn a_stopped_queue_is_reported_to_its_callback_once_with_the_stored_status() {
             "queue_inactive_signal 0x8".to_string()
         )]
     );
-    assert_eq!(p.irq_stats().queue_errors, 3);
+    // A CP that stores nothing (silicon's): queue 3's entry carries exception 16
+    // (EC_QUEUE_PACKET_DISPATCH_DIM_INVALID), which the platform stores as ROCR 7 maps it
+    // (INCOMPATIBLE_ARGUMENTS) for its waiters, then reports.
+    h.put_raw(5, cp_bad_opcode(q3.doorbell, 16));
+    h.set_wptr(192);
+    p.on_interrupt();
+    let dim = hsa_core::queue::inactive::encode(Status::IncompatibleArguments, false);
+    assert_eq!(value(3).load(Ordering::SeqCst), dim as u64);
+    assert_eq!(
+        callbacks(DATA + 2),
+        vec![(
+            q3.id,
+            Status::IncompatibleArguments,
+            format!("queue_inactive_signal {dim:#x}")
+        )]
+    );
+    assert_eq!(p.irq_stats().queue_errors, 5);
 
-    for q in [q0, q1, q2] {
+    for q in [q0, q1, q2, q3] {
         p.destroy_queue(q.id).unwrap();
     }
     // SAFETY: the queues that used them are destroyed.
@@ -768,7 +803,7 @@ fn a_page_fault_entry_reaches_the_fault_handler_before_the_queue_callback() {
         Ordering::SeqCst,
     );
     h.put_raw(1, page_fault(0x28, 0x1_0000_0001));
-    h.put_raw(2, cp_bad_opcode());
+    h.put_raw(2, cp_bad_opcode(q.doorbell, 0));
     h.set_wptr(96);
     p.on_interrupt();
     let fault = MemoryFault {

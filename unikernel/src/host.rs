@@ -286,6 +286,14 @@ unsafe impl Host for VmHost {
         }
     }
 
+    fn ih_filter(&self) -> hsa_baremetal::irq::IhFilter {
+        hsa_baremetal::irq::IhFilter {
+            first_vmid: GUEST_VMID,
+            last_vmid: GUEST_VMID,
+            pasid: Some(GUEST_PASID),
+        }
+    }
+
     fn ih_overflow_clear(&self) {
         self.device.set_control32(CTL_IH_OVERFLOW_CLEAR, 1);
     }

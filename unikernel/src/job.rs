@@ -598,6 +598,7 @@ fn delta(a: IrqStats, b: IrqStats) -> IrqStats {
         malformed: b.malformed - a.malformed,
         bad_event: b.bad_event - a.bad_event,
         overflows: b.overflows - a.overflows,
+        foreign: b.foreign - a.foreign,
     }
 }
 
@@ -681,6 +682,28 @@ fn faults(
     crate::println!(
         "hsa-unikernel: fault malformed-entry ok: {} malformed counted, {} signaled",
         d.malformed,
+        d.signaled
+    );
+
+    // 3b. amdgpu's VMID-0 fence before a completion on the shared IH ring: skipped as another
+    //     VMID's (the host's IH filter), the completion after it signaled once.
+    arm(p, FAULT_FOREIGN_ENTRY, 1)?;
+    let s0 = p.irq_stats();
+    let done = signals.create_interrupt(1)?;
+    submit(&queue, &empty(&done))?;
+    wait_done(&queue, &done, "dispatch after a foreign entry")?;
+    settle(p, hz)?;
+    let d = delta(s0, p.irq_stats());
+    if d.foreign != 1 || d.signaled != 1 || d.entries != 2 || d.bad_event != 0 {
+        hsa_core::bail!(
+            Status::Error,
+            "foreign entry: expected 2 entries, 1 foreign and 1 signaled, got {d:?}"
+        );
+    }
+    crate::println!(
+        "hsa-unikernel: fault foreign-entry ok: {} of {} entries skipped as VMID 0's, {} signaled",
+        d.foreign,
+        d.entries,
         d.signaled
     );
 

@@ -126,6 +126,14 @@ pub const FAULT_DROP_INTERRUPT: u64 = 1;
 pub const FAULT_MERGE_INTERRUPTS: u64 = 2;
 /// Fault: a malformed IH entry (reserved bits set) is written before the next completion's.
 pub const FAULT_MALFORMED_ENTRY: u64 = 3;
+/// Fault: before the next completion's IH entry, an end-of-pipe entry of VMID 0 and no PASID
+/// naming the same event (amdgpu's own fence on a shared IH ring), which the runtime must skip.
+pub const FAULT_FOREIGN_ENTRY: u64 = 5;
+/// The VMID the firmware runs this runtime's queues under: the device stamps it on every IH
+/// entry it writes for them, and the unikernel's `Host::ih_filter` takes only it.
+pub const GUEST_VMID: u8 = 8;
+/// The PASID of this runtime's process, stamped and filtered as [`GUEST_VMID`].
+pub const GUEST_PASID: u16 = 0x8001;
 /// Fault: the next kernel dispatch stops its queue with `Status::MemoryFault` (the packet
 /// processor stores it in `queue_inactive_signal`; the device then writes a CP error entry,
 /// client `GRBM_CP`, source 183 `CP_BAD_OPCODE`, and raises the IH vector).

@@ -113,6 +113,52 @@ pub const fn encode(status: Status, vendor_packet: bool) -> i64 {
     (status.raw() as i64) << 32 | cp_code(status, vendor_packet) as i64
 }
 
+/// The status ROCR 7 reports for an amdkfd exception code (`enum
+/// kfd_dbg_trap_exception_code`, the `ecode` of `KFD_EC_MASK(ecode)`), as its
+/// `AqlQueue::ExceptionHandler` table maps them: wave abort, trap and math error
+/// `EXCEPTION`; illegal instruction `ILLEGAL_INSTRUCTION`; wave memory violation
+/// `MEMORY_FAULT`; aperture and device memory violation `MEMORY_APERTURE_VIOLATION`; the CP's
+/// packet errors (16 dimensions, 17 group segment, 18 code, 20 and 23 unsupported packets, 21
+/// work-group size, 22 registers) as [`decode`] maps the queue error codes; anything else
+/// (preemption error, RAS, fatal halt, ...) `ERROR`. A bare-metal platform reads the code from
+/// a `CP_BAD_OPCODE` interrupt (`KFD_DEBUG_CP_BAD_OP_ECODE`).
+pub const fn exception_status(ecode: u32) -> Status {
+    match ecode {
+        1..=3 => Status::Exception,
+        4 => Status::IllegalInstruction,
+        5 => Status::MemoryFault,
+        6 | 33 => Status::MemoryApertureViolation,
+        16 => Status::IncompatibleArguments,
+        17 => Status::InvalidAllocation,
+        18 => Status::InvalidCodeObject,
+        20 | 23 => Status::InvalidPacketFormat,
+        21 => Status::InvalidArgument,
+        22 => Status::InvalidIsa,
+        _ => Status::Error,
+    }
+}
+
+/// The amdkfd exception code a command processor reports for a queue it stopped with
+/// `status` (what its `CP_BAD_OPCODE` interrupt carries, `KFD_DEBUG_CP_BAD_OP_ECODE`): the
+/// inverse of [`exception_status`] for the statuses one code stands for (`INVALID_PACKET_FORMAT`
+/// as `EC_QUEUE_PACKET_UNSUPPORTED`, 20; `EXCEPTION` as `EC_QUEUE_WAVE_TRAP`, 2). `None` for
+/// `MEMORY_FAULT` (on a GPU a VM fault, which amdkfd reports as a memory event, not a CP
+/// error) and statuses no code stands for.
+pub const fn exception_code(status: Status) -> Option<u32> {
+    Some(match status {
+        Status::IncompatibleArguments => 16,
+        Status::InvalidAllocation => 17,
+        Status::InvalidCodeObject => 18,
+        Status::InvalidPacketFormat => 20,
+        Status::InvalidArgument => 21,
+        Status::InvalidIsa => 22,
+        Status::IllegalInstruction => 4,
+        Status::MemoryApertureViolation => 6,
+        Status::Exception => 2,
+        _ => return None,
+    })
+}
+
 /// The status a positive `queue_inactive_signal` value stands for: hsa-rt's status in the
 /// upper half when it holds one, else the queue error code as ROCR maps it, with a scratch
 /// request or reclaim as `OUT_OF_RESOURCES` (what it comes to for a reader that does not
@@ -187,6 +233,57 @@ mod tests {
     /// Every status a packet processor stops a queue with reaches ROCR as a defined error
     /// (never a scratch request, never its assertion), the one ROCR maps its code to; and
     /// hsa-rt reads back the exact status.
+    /// ROCR 7's `AqlQueue::ExceptionHandler` rows, code by code, and codes it has no row for.
+    #[test]
+    fn exception_codes_map_as_rocr_7_maps_them() {
+        let rows = [
+            (1, Status::Exception),
+            (2, Status::Exception),
+            (3, Status::Exception),
+            (4, Status::IllegalInstruction),
+            (5, Status::MemoryFault),
+            (6, Status::MemoryApertureViolation),
+            (16, Status::IncompatibleArguments),
+            (17, Status::InvalidAllocation),
+            (18, Status::InvalidCodeObject),
+            (20, Status::InvalidPacketFormat),
+            (21, Status::InvalidArgument),
+            (22, Status::InvalidIsa),
+            (23, Status::InvalidPacketFormat),
+            (31, Status::Error),
+            (33, Status::MemoryApertureViolation),
+            (34, Status::Error),
+            (50, Status::Error),
+            (0, Status::Error),
+            (7, Status::Error),
+            (15, Status::Error),
+            (19, Status::Error),
+            (24, Status::Error),
+            (32, Status::Error),
+        ];
+        for (code, want) in rows {
+            assert_eq!(exception_status(code), want, "exception code {code}");
+        }
+        // The inverse, for every status one code stands for; none for a memory fault.
+        for (status, code) in [
+            (Status::IncompatibleArguments, 16),
+            (Status::InvalidAllocation, 17),
+            (Status::InvalidCodeObject, 18),
+            (Status::InvalidPacketFormat, 20),
+            (Status::InvalidArgument, 21),
+            (Status::InvalidIsa, 22),
+            (Status::IllegalInstruction, 4),
+            (Status::MemoryApertureViolation, 6),
+            (Status::Exception, 2),
+        ] {
+            assert_eq!(exception_code(status), Some(code), "{status:?}");
+            assert_eq!(exception_status(code), status);
+        }
+        assert_eq!(exception_code(Status::MemoryFault), None);
+        assert_eq!(exception_code(Status::Error), None);
+        assert_eq!(exception_code(Status::OutOfResources), None);
+    }
+
     #[test]
     fn every_status_is_a_defined_rocr_error_and_round_trips() {
         let want = [

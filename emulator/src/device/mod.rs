@@ -630,23 +630,13 @@ fn default_threads() -> usize {
 
 /// The exception amdkfd reports for a queue that stopped with `status` (`enum
 /// kfd_dbg_trap_exception_code`): the CP's bad-packet codes, which its `CP_BAD_OPCODE`
-/// interrupt carries, and the wave errors the trap handler reports. Inverse of ROCR 7's
-/// `AqlQueue::ExceptionHandler` table. An unsupported and a vendor packet both come out as
+/// interrupt carries, and the wave errors the trap handler reports
+/// (`hsa_core::queue::inactive::exception_code`, the inverse of ROCR 7's
+/// `AqlQueue::ExceptionHandler` table). An unsupported and a vendor packet both come out as
 /// `EC_QUEUE_PACKET_UNSUPPORTED` (ROCR reports both as `INVALID_PACKET_FORMAT`). `None` for a
 /// memory fault (amdkfd's VM-fault event) and statuses no exception stands for.
 fn exception_code(status: Status) -> Option<u32> {
-    Some(match status {
-        Status::IncompatibleArguments => EC_QUEUE_PACKET_DISPATCH_DIM_INVALID,
-        Status::InvalidAllocation => EC_QUEUE_PACKET_DISPATCH_GROUP_SEGMENT_SIZE_INVALID,
-        Status::InvalidCodeObject => EC_QUEUE_PACKET_DISPATCH_CODE_INVALID,
-        Status::InvalidPacketFormat => EC_QUEUE_PACKET_UNSUPPORTED,
-        Status::InvalidArgument => EC_QUEUE_PACKET_DISPATCH_WORK_GROUP_SIZE_INVALID,
-        Status::InvalidIsa => EC_QUEUE_PACKET_DISPATCH_REGISTER_INVALID,
-        Status::IllegalInstruction => EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION,
-        Status::MemoryApertureViolation => EC_QUEUE_WAVE_APERTURE_VIOLATION,
-        Status::Exception => EC_QUEUE_WAVE_TRAP,
-        _ => return None,
-    })
+    hsa_core::queue::inactive::exception_code(status)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

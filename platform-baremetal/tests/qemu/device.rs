@@ -23,10 +23,12 @@
 //!   it refuses anything else, naming the field, and then skips the rest of the batch (so
 //!   the batch's fence is never written, as on a MEC that hit a bad packet). It serves every
 //!   mapped queue on a doorbell.
+//! - Every entry carries the guest's VMID and PASID ([`GUEST_VMID`], [`GUEST_PASID`]).
 //! - Faults, armed by the guest's `ARM_FAULT` command: drop an interrupt, merge several, a
-//!   malformed entry before the next, a queue error (the next kernel fails with
+//!   malformed entry before the next, a VMID-0 fence entry before the next, a queue error (the next kernel fails with
 //!   `MemoryFault`; the processor stores it in `queue_inactive_signal`; the device writes a
-//!   `CP_BAD_OPCODE` entry and raises vector 0).
+//!   `CP_BAD_OPCODE` entry as the MEC does, the queue's doorbell id and exception code in
+//!   `context_id0`, and raises vector 0).
 #![allow(unsafe_code)]
 
 use std::cell::RefCell;
@@ -37,7 +39,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use hsa_baremetal::ih::{IhEntry, IH_ENTRY_BYTES, WPTR_OVERFLOW};
-use hsa_baremetal::irq::{CLIENT_GRBM_CP, SOURCE_CP_BAD_OPCODE, SOURCE_CP_END_OF_PIPE};
+use hsa_baremetal::irq::{
+    cp_bad_opcode_context, CLIENT_GRBM_CP, SOURCE_CP_BAD_OPCODE, SOURCE_CP_END_OF_PIPE,
+};
 use hsa_core::abi::queue::AmdQueue;
 use hsa_core::abi::signal::AmdSignal;
 use hsa_core::abi::SignalHandle;
@@ -296,6 +300,7 @@ struct Faults {
     merge: u64,
     malformed: u64,
     queue_error: u64,
+    foreign: u64,
 }
 
 /// The device: its memory, eventfds and state. Run with [`Device::run`] on its own thread.
@@ -447,9 +452,10 @@ impl Device {
                     FAULT_MERGE_INTERRUPTS => st.faults.merge = count,
                     FAULT_MALFORMED_ENTRY => st.faults.malformed += count,
                     FAULT_QUEUE_ERROR => st.faults.queue_error += count,
+                    FAULT_FOREIGN_ENTRY => st.faults.foreign += count,
                     _ => {}
                 }
-                if (1..=4).contains(&fault) {
+                if (1..=5).contains(&fault) {
                     Ok(())
                 } else {
                     Err(format!("unknown fault {fault}"))
@@ -737,6 +743,7 @@ impl Device {
                 let ctx = Ctx {
                     dev: self,
                     st: RefCell::new(&mut *st),
+                    doorbell_dword: hqd.doorbell_dword,
                 };
                 match hqd.processor.process(&ctx, 64) {
                     Progress::Processed(n) => {
@@ -835,6 +842,8 @@ impl Device {
 struct Ctx<'d, 's> {
     dev: &'d Device,
     st: RefCell<&'s mut State>,
+    /// The doorbell dword offset of the queue being served.
+    doorbell_dword: u32,
 }
 
 impl ProcessorHost for Ctx<'_, '_> {
@@ -922,6 +931,8 @@ impl ProcessorHost for Ctx<'_, '_> {
             let mut bad = IhEntry {
                 client_id: CLIENT_GRBM_CP,
                 source_id: SOURCE_CP_END_OF_PIPE,
+                vmid: GUEST_VMID,
+                pasid: GUEST_PASID,
                 src_data: [event_id, 0, 0, 0],
                 ..IhEntry::default()
             }
@@ -931,9 +942,22 @@ impl ProcessorHost for Ctx<'_, '_> {
                 self.dev.stats.malformed.fetch_add(1, Ordering::Relaxed);
             }
         }
+        if st.faults.foreign > 0 {
+            st.faults.foreign -= 1;
+            // amdgpu's own fence on the shared ring: VMID 0, no PASID, a live event's id.
+            let fence = IhEntry {
+                client_id: CLIENT_GRBM_CP,
+                source_id: SOURCE_CP_END_OF_PIPE,
+                src_data: [event_id, 0, 0, 0],
+                ..IhEntry::default()
+            };
+            self.dev.push_entry(st, &fence.encode());
+        }
         let entry = IhEntry {
             client_id: CLIENT_GRBM_CP,
             source_id: SOURCE_CP_END_OF_PIPE,
+            vmid: GUEST_VMID,
+            pasid: GUEST_PASID,
             timestamp: st.started.elapsed().as_nanos() as u64,
             src_data: [event_id, 0, 0, 0],
             ..IhEntry::default()
@@ -972,10 +996,20 @@ impl ProcessorHost for Ctx<'_, '_> {
         let st: &mut State = &mut st;
         self.dev.stats.queue_errors.fetch_add(1, Ordering::Relaxed);
         eprintln!("device: queue stopped: {error}");
+        // As the MEC writes it: the queue's doorbell id (its 64-bit slot) and the exception
+        // code (0 for a status no code stands for, such as the injected memory fault).
+        let code = hsa_core::queue::inactive::exception_code(error.status()).unwrap_or(0);
         let entry = IhEntry {
             client_id: CLIENT_GRBM_CP,
             source_id: SOURCE_CP_BAD_OPCODE,
-            src_data: [error.status() as u32, 0, 0, 0],
+            vmid: GUEST_VMID,
+            pasid: GUEST_PASID,
+            src_data: [
+                cp_bad_opcode_context(self.doorbell_dword / 2, code),
+                0,
+                0,
+                0,
+            ],
             ..IhEntry::default()
         };
         if self.dev.push_entry(st, &entry.encode()) {

@@ -39,7 +39,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use hsa_baremetal::ih::{IhEntry, IH_ENTRY_BYTES, WPTR_OVERFLOW};
-use hsa_baremetal::irq::{CLIENT_GRBM_CP, SOURCE_CP_BAD_OPCODE, SOURCE_CP_END_OF_PIPE};
+use hsa_baremetal::irq::{
+    cp_bad_opcode_context, CLIENT_GRBM_CP, SOURCE_CP_BAD_OPCODE, SOURCE_CP_END_OF_PIPE,
+};
 use hsa_baremetal::{BaremetalPlatform, Host, QueueMapping};
 use hsa_core::abi::queue::AmdQueue;
 use hsa_core::abi::signal::AmdSignal;
@@ -596,11 +598,13 @@ impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
     /// interrupt.
     fn report_error(&self, error: &Error) {
         lock(&self.dev.errors).push((self.doorbell, error.clone()));
+        // As the MEC writes it: the doorbell id and the exception code in context_id0.
+        let code = hsa_core::queue::inactive::exception_code(error.status()).unwrap_or(0);
         let entry = IhEntry {
             client_id: CLIENT_GRBM_CP,
             source_id: SOURCE_CP_BAD_OPCODE,
             ring_id: self.hqd,
-            src_data: [self.doorbell, 0, 0, 0],
+            src_data: [cp_bad_opcode_context(self.doorbell, code), 0, 0, 0],
             ..IhEntry::default()
         };
         self.dev.inject(&entry.encode());
