@@ -13,12 +13,39 @@ use crate::mmio::MmioRegion;
 /// Bytes between two doorbells.
 pub const DOORBELL_STRIDE_BYTES: usize = 8;
 
-/// The doorbells this runtime was granted: `count` slots from `first` in the aperture.
+/// Slots of one doorbell page (64-bit doorbells, 8 KiB): amdkfd's
+/// `KFD_MAX_NUM_OF_QUEUES_PER_PROCESS`.
+pub const DOORBELL_PAGE_SLOTS: u32 = 1024;
+/// amdkfd's `KFD_QUEUE_DOORBELL_MIRROR_OFFSET`: a page's reserved slots repeat this far up.
+pub const DOORBELL_MIRROR_OFFSET: u32 = 512;
+
+/// The slots `first..=last` of each doorbell page that amdgpu assigns on a gfx9 ASIC to
+/// engines other than the MEC (SDMA, IH, VCN/UVD/VCE: its layout's
+/// `first_non_cp..=last_non_cp`), which amdkfd gives no compute queue, nor their mirrors
+/// [`DOORBELL_MIRROR_OFFSET`] slots up (`init_doorbell_bitmap`): vega10's layout
+/// (`AMDGPU_DOORBELL64_*`, 0xF0..=0xFF) on gfx900, gfx902, gfx904, gfx909 and gfx90c
+/// (`vega10_doorbell_index_init`), vega20's (`AMDGPU_VEGA20_DOORBELL_*`, 0x100..=0x18F) on
+/// gfx906, gfx908 and gfx90a (`vega20_doorbell_index_init`). `None` for other targets (GC
+/// 9.4.3's layout is not known here: nothing is reserved).
+///
+/// Ref: linux `amdgpu/amdgpu_doorbell.h`, `amdgpu/soc15.c`, `amdkfd/kfd_process.c`.
+pub const fn reserved_non_cp_slots(gfx_target_version: u32) -> Option<(u32, u32)> {
+    match gfx_target_version {
+        90000 | 90002 | 90004 | 90009 | 90012 => Some((0xF0, 0xFF)),
+        90006 | 90008 | 90010 => Some((0x100, 0x18F)),
+        _ => None,
+    }
+}
+
+/// The doorbells this runtime was granted: `count` slots from `first` in the aperture, of
+/// which the slots a gfx9 doorbell page reserves for other engines are not used.
 #[derive(Clone, Copy, Debug)]
 pub struct Doorbells {
     aperture: MmioRegion,
     first: u32,
     count: u32,
+    /// [`reserved_non_cp_slots`] of the GPU, when it reserves any.
+    reserved: Option<(u32, u32)>,
 }
 
 impl Doorbells {
@@ -44,7 +71,49 @@ impl Doorbells {
             aperture,
             first: first.get(),
             count,
+            reserved: None,
         })
+    }
+
+    /// The same grant on a GPU whose doorbell pages reserve `reserved` (see
+    /// [`reserved_non_cp_slots`]): those slots and their mirrors are never used.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` naming the grant and the reserved slots when every granted
+    /// doorbell is one of them.
+    pub fn with_reserved(self, reserved: (u32, u32)) -> Result<Doorbells, Error> {
+        let d = Doorbells {
+            reserved: Some(reserved),
+            ..self
+        };
+        if (d.first..d.first.saturating_add(d.count)).any(|i| d.usable(DoorbellIndex(i))) {
+            return Ok(d);
+        }
+        Err(Error::lazy(
+            Status::InvalidArgument,
+            [
+                d.first.into(),
+                u64::from(d.first) + u64::from(d.count),
+                reserved.0.into(),
+                reserved.1.into(),
+            ],
+            |&[first, end, lo, hi, ..], f| {
+                write!(
+                    f,
+                    "every granted doorbell {first}..{end} is a slot the GPU's doorbell pages \
+                     reserve for SDMA, IH and VCN ({lo:#x}..={hi:#x} and their mirrors 512 up)"
+                )
+            },
+        ))
+    }
+
+    /// Whether `index` may serve a compute queue: granted, and not a reserved slot.
+    pub fn usable(&self, index: DoorbellIndex) -> bool {
+        let reserved = self.reserved.is_some_and(|(lo, hi)| {
+            let slot = index.get() % DOORBELL_PAGE_SLOTS % DOORBELL_MIRROR_OFFSET;
+            lo <= slot && slot <= hi
+        });
+        self.contains(index) && !reserved
     }
 
     /// The first granted index.
@@ -139,5 +208,56 @@ mod tests {
         assert_eq!(bar(5), 0x1234_5678_9abc_def0);
         assert_eq!(bar(11), 7);
         assert_eq!((0..16).filter(|&i| bar(i) != 0).count(), 2);
+    }
+
+    /// vega10's reserved slots 0xF0..=0xFF and vega20's 0x100..=0x18F, in every page and
+    /// mirrored 512 up; the rest of a page is usable.
+    #[test]
+    fn reserved_slots_follow_the_asics_doorbell_layout() {
+        assert_eq!(reserved_non_cp_slots(90000), Some((0xF0, 0xFF)));
+        for v in [90002, 90004, 90009, 90012] {
+            assert_eq!(reserved_non_cp_slots(v), Some((0xF0, 0xFF)), "{v}");
+        }
+        for v in [90006, 90008, 90010] {
+            assert_eq!(reserved_non_cp_slots(v), Some((0x100, 0x18F)), "{v}");
+        }
+        for v in [90400, 90402, 100300, 0] {
+            assert_eq!(reserved_non_cp_slots(v), None, "{v}");
+        }
+        let (ap, _bar) = crate::mmio::test_region(4096);
+        let all = Doorbells::new(ap, DoorbellIndex(0), 2048).unwrap();
+        assert!(all.usable(DoorbellIndex(0x18F)), "nothing reserved yet");
+        let vega20 = all.with_reserved((0x100, 0x18F)).unwrap();
+        let usable = |d: &Doorbells, i: u32| d.usable(DoorbellIndex(i));
+        for i in [
+            0, 0xFF, 0x190, 0x1FF, 0x200, 0x2FF, 0x390, 0x3FF, 0x400, 0x4FF, 0x590,
+        ] {
+            assert!(usable(&vega20, i), "{i:#x}");
+        }
+        for i in [
+            0x100, 0x18F, 0x150, 0x300, 0x38F, 0x500, 0x58F, 0x700, 0x78F,
+        ] {
+            assert!(!usable(&vega20, i), "{i:#x}");
+        }
+        assert!(!usable(&vega20, 2048), "outside the grant");
+        let vega10 = all.with_reserved((0xF0, 0xFF)).unwrap();
+        assert!(usable(&vega10, 0xEF) && !usable(&vega10, 0xF0) && !usable(&vega10, 0xFF));
+        assert!(usable(&vega10, 0x100) && !usable(&vega10, 0x2F0) && usable(&vega10, 0x2EF));
+        // A grant of reserved slots only is refused, naming both ranges; one usable slot
+        // is enough.
+        let e = Doorbells::new(ap, DoorbellIndex(0x300), 0x90)
+            .unwrap()
+            .with_reserved((0x100, 0x18F))
+            .unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert_eq!(
+            e.detail().to_string(),
+            "every granted doorbell 768..912 is a slot the GPU's doorbell pages reserve for \
+             SDMA, IH and VCN (0x100..=0x18f and their mirrors 512 up)"
+        );
+        assert!(Doorbells::new(ap, DoorbellIndex(0x300), 0x91)
+            .unwrap()
+            .with_reserved((0x100, 0x18F))
+            .is_ok());
     }
 }

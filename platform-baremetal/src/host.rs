@@ -68,6 +68,12 @@ pub struct CarveOut {
 /// lost, a limit of that mapping). `hsa-unikernel` does exactly this
 /// (`platform-baremetal/tests/qemu.rs` boots it).
 ///
+/// On a gfx9 GPU whose doorbell layout is known, the granted slots that each 8 KiB doorbell
+/// page keeps for SDMA, IH and VCN are never given to a queue, as amdkfd's doorbell bitmap
+/// skips them (`crate::doorbell::reserved_non_cp_slots`); a grant of those slots only is
+/// refused. The MEC's doorbell range (`CP_MEC_DOORBELL_RANGE_LOWER/UPPER`, the host's
+/// register values) is the host's to keep the grant inside: the runtime cannot read it.
+///
 /// Ref: soc15 doorbells are 64-bit, 8 bytes apart (`AMDGPU_DOORBELL64_*`, amdgpu_doorbell.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DoorbellAperture {

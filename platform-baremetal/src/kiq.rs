@@ -3,7 +3,7 @@
 //! [`hsa_core::wire::kiq`]), each batch followed by a `QUERY_STATUS` fence that the CP writes
 //! once the packets before it are done.
 //!
-//! A [`Host`](crate::Host) whose firmware brought the KIQ up (its MQD loaded, its doorbell
+//! A [`Host`] whose firmware brought the KIQ up (its MQD loaded, its doorbell
 //! enabled: amdgpu's `gfx_v9_0_kiq_init_queue`) maps this runtime's queues through it:
 //! [`Kiq::map_queue`] writes what amdgpu's gfx9 `kiq_map_queues` writes for the queue's MQD
 //! (`QueueMapping::mqd_address`), [`Kiq::unmap_queue`] what `kiq_unmap_queues` writes, and
@@ -30,7 +30,7 @@ use crate::mmio::MmioRegion;
 
 /// Batches whose fence may still be outstanding (older ones are forgotten once a newer fence
 /// completed, which means the CP passed them too).
-const PENDING_BATCHES: usize = 16;
+pub const PENDING_BATCHES: usize = 16;
 
 /// Dwords of the largest batch [`Kiq::submit`] takes: the packets and the fence.
 pub const MAX_BATCH_DWORDS: usize = 256;

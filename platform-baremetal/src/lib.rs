@@ -213,7 +213,13 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
         let memory = CarveOutAllocator::new(host.carve_outs())?;
         check_system_identity(host.carve_outs())?;
         let d = host.doorbells();
-        let doorbells = Doorbells::new(mmio::host_doorbell_aperture(&host)?, d.first, d.count)?;
+        let mut doorbells = Doorbells::new(mmio::host_doorbell_aperture(&host)?, d.first, d.count)?;
+        // The slots the GPUs' doorbell pages keep for SDMA, IH and VCN are never given out.
+        for n in host.nodes().iter().filter(|n| n.simd_count > 0) {
+            if let Some(r) = doorbell::reserved_non_cp_slots(n.gfx_target_version) {
+                doorbells = doorbells.with_reserved(r)?;
+            }
+        }
         let (ring, wptr, rptr_block) = mmio::host_ih_regions(&host)?;
         let ih = IhRing::new(
             ring,
@@ -574,6 +580,7 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
         let first = self.doorbells.first().get();
         (first..first.saturating_add(self.doorbells.count()))
             .map(DoorbellIndex)
+            .filter(|d| self.doorbells.usable(*d))
             .find(|d| !slots.iter().flatten().any(|s| s.mapping.doorbell == *d))
     }
 

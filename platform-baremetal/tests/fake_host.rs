@@ -826,3 +826,70 @@ fn a_page_fault_entry_reaches_the_fault_handler_before_the_queue_callback() {
         p.free_memory(&desc).unwrap();
     }
 }
+
+/// The test host's GPU is a gfx90a, whose doorbell pages keep slots 0x100..=0x18F (and
+/// 0x300..=0x38F) for SDMA, IH and VCN (vega20's layout): queues never get them, and a grant
+/// of those slots only is refused.
+#[test]
+fn queues_skip_the_doorbell_slots_gfx9_reserves_for_other_engines() {
+    let host = |first| HostConfig {
+        first_doorbell: first,
+        doorbell_bar_bytes: (first as usize + 32) * 8,
+        ..HOST
+    };
+    let e = match BaremetalPlatform::<TestHost>::new(TestHost::new(host(0x100))) {
+        Ok(_) => panic!("a grant of reserved doorbells was taken"),
+        Err(e) => e,
+    };
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert_eq!(
+        e.detail().to_string(),
+        "every granted doorbell 256..288 is a slot the GPU's doorbell pages reserve for SDMA, \
+         IH and VCN (0x100..=0x18f and their mirrors 512 up)"
+    );
+    let p = BaremetalPlatform::<TestHost>::new(TestHost::new(host(0xFE))).unwrap();
+    let sys = |size| MemoryRequest {
+        node: NodeId(1),
+        kind: MemoryKind::System,
+        size_bytes: size,
+        align_bytes: 4096,
+        flags: MemoryFlags::HOST_ACCESS,
+    };
+    let ring = p.allocate_memory(&sys(4096)).unwrap();
+    let descs: Vec<MemoryChunk> = (0..3)
+        .map(|_| p.allocate_memory(&sys(4096)).unwrap())
+        .collect();
+    let request = |d: &MemoryChunk| QueueRequest {
+        node: NodeId(1),
+        kind: QueueKind::ComputeAql,
+        ring: ring.gpu_va,
+        ring_host: ring.host_ptr.unwrap(),
+        ring_size_bytes: 4096,
+        amd_queue: d.gpu_va,
+        amd_queue_host: d.host_ptr.unwrap(),
+        read_pointer: GpuVa(d.gpu_va.get() + 128),
+        write_pointer: GpuVa(d.gpu_va.get() + 56),
+        on_error: None,
+    };
+    // SAFETY: the ring and descriptors stay allocated until the queues are destroyed below.
+    let q0 = unsafe { p.create_queue(&request(&descs[0])) }.unwrap();
+    // SAFETY: as for q0.
+    let q1 = unsafe { p.create_queue(&request(&descs[1])) }.unwrap();
+    assert_eq!(
+        (q0.doorbell, q1.doorbell),
+        (DoorbellIndex(0xFE), DoorbellIndex(0xFF))
+    );
+    // SAFETY: as for q0 (refused before anything is mapped).
+    let e = unsafe { p.create_queue(&request(&descs[2])) }.unwrap_err();
+    assert_eq!(e.status(), Status::OutOfResources);
+    for q in [q0, q1] {
+        p.destroy_queue(q.id).unwrap();
+    }
+    // SAFETY: the queues that used them are destroyed.
+    unsafe {
+        p.free_memory(&ring).unwrap();
+        for d in &descs {
+            p.free_memory(d).unwrap();
+        }
+    }
+}
