@@ -22,7 +22,9 @@
 #![allow(unsafe_code)] // `Kiq::new` takes the KIQ's memory on the caller's word: one block
 
 use heapless::Deque;
-use hsa_core::wire::kiq::{KiqPacket, MapQueues, QueryStatus, UnmapAction, UnmapQueues};
+use hsa_core::wire::kiq::{
+    InvalidateTlbs, KiqPacket, MapQueues, QueryStatus, UnmapAction, UnmapQueues,
+};
 use hsa_core::{Error, GpuVa, Status};
 
 use crate::host::{Host, QueueMapping};
@@ -260,6 +262,23 @@ impl Kiq {
         self.submit(&[KiqPacket::UnmapQueues(packet)], doorbell)
     }
 
+    /// Flushes the GPU TLBs of `pasid` after its page tables changed: amdgpu's gfx9
+    /// `kiq_invalidate_tlbs` (`flush_type` 0 legacy, 1 lightweight, 2 heavyweight; `all_hub`:
+    /// the MM hub's too). Returns the fence's sequence number.
+    ///
+    /// # Errors
+    /// As [`submit`](Kiq::submit); `Status::InvalidArgument` for a `flush_type` past 7.
+    pub fn invalidate_tlbs(
+        &mut self,
+        pasid: u16,
+        flush_type: u8,
+        all_hub: bool,
+        doorbell: impl FnOnce(u64),
+    ) -> Result<u64, Error> {
+        let packet = InvalidateTlbs::amdgpu_kiq(pasid, flush_type, all_hub);
+        self.submit(&[KiqPacket::InvalidateTlbs(packet)], doorbell)
+    }
+
     /// Polls the fence until it reaches `seq` or `timeout_ns` passed on `host`'s clock.
     ///
     /// # Errors
@@ -420,6 +439,53 @@ mod tests {
         assert_eq!(mem.ring[62..64], [0xc005_a400, 2 << 30]);
         assert_eq!(mem.ring[..5], [0, 0x7000_0008, 0, 5, 0]);
         assert_eq!(mem.words[0], 69);
+    }
+
+    /// INVALIDATE_TLBS as amdgpu writes it (`PACKET3(0x98, 0)`, DST_SEL 1, ALL_HUB bit 4, the
+    /// PASID from bit 5, FLUSH_TYPE from bit 29), then the fence; a flush type past 3 bits is
+    /// refused.
+    #[test]
+    fn invalidate_tlbs_writes_amdgpus_packet() {
+        let mut mem = mem();
+        let mut k = kiq(&mut mem);
+        assert_eq!(k.invalidate_tlbs(0x8001, 2, true, |_| {}).unwrap(), 1);
+        let e = k.invalidate_tlbs(1, 8, false, |_| {}).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(
+            e.detail()
+                .to_string()
+                .contains("INVALIDATE_TLBS flush_type"),
+            "{e}"
+        );
+        drop(k);
+        assert_eq!(
+            mem.ring[..4],
+            [
+                0xc000_9800,
+                1 | 1 << 4 | 0x8001 << 5 | 2 << 29,
+                0xc005_a400,
+                2 << 30
+            ]
+        );
+        assert_eq!(mem.words[0], 9);
+    }
+
+    /// A fence equal to a batch's sequence number frees that batch's dwords: after four
+    /// 14-dword maps (56 of 64), fence 1 makes room for a fifth.
+    #[test]
+    fn the_fenced_batch_itself_is_retired() {
+        let mut mem = mem();
+        let fence = mem.words.as_mut_ptr().wrapping_add(1);
+        let mut k = kiq(&mut mem);
+        let m = mapping();
+        for _ in 0..4 {
+            k.map_queue(&m, 1, 0, 0, |_| {}).unwrap();
+        }
+        assert!(k.map_queue(&m, 1, 0, 0, |_| {}).is_err());
+        // SAFETY: the fence word of `mem`, alive; the test is the "CP".
+        unsafe { fence.write_volatile(1) };
+        assert_eq!(k.map_queue(&m, 1, 0, 0, |_| {}).unwrap(), 5);
+        assert_eq!(k.wptr(), 70);
     }
 
     #[test]

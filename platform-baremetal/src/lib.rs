@@ -9,7 +9,8 @@
 //! (64-bit doorbell stores), [`ih`] (IH entry decode, ring reader), [`mqd`] (the gfx9 MQD
 //! image), [`carveout`] (chunk allocator with out-of-band bookkeeping) ← [`irq`] (the ISR
 //! path, event table) ← [`BaremetalPlatform`]. For hosts: [`kiq`], the KIQ ring a host maps
-//! queues through (`MAP_QUEUES`/`UNMAP_QUEUES` fenced by `QUERY_STATUS`).
+//! queues through (`MAP_QUEUES`/`UNMAP_QUEUES` fenced by `QUERY_STATUS`), and [`gpuvm`], gfx9
+//! page tables for `Host::map_memory`.
 //!
 //! The host's ISR calls [`BaremetalPlatform::on_interrupt`]; threads blocked in
 //! `Platform::wait_event` spin briefly ([`Host::wait_spin_ns`]), then sleep in
@@ -44,6 +45,7 @@ extern crate std;
 
 pub mod carveout;
 pub mod doorbell;
+pub mod gpuvm;
 #[cfg(feature = "alloc")]
 pub mod heap;
 pub mod host;
