@@ -488,6 +488,22 @@ mod tests {
         assert_eq!(k.wptr(), 70);
     }
 
+    /// Batches that fill the ring to its last dword fit: three maps (42), an unmap (13) and a
+    /// TLB flush (9) are the 64 dwords of the ring; one dword more does not.
+    #[test]
+    fn the_ring_fills_to_its_last_dword() {
+        let mut mem = mem();
+        let mut k = kiq(&mut mem);
+        let m = mapping();
+        for _ in 0..3 {
+            k.map_queue(&m, 1, 0, 0, |_| {}).unwrap();
+        }
+        k.unmap_queue(&m, |_| {}).unwrap();
+        assert_eq!(k.invalidate_tlbs(1, 0, false, |_| {}).unwrap(), 5);
+        assert_eq!(k.wptr(), 64);
+        assert!(k.invalidate_tlbs(1, 0, false, |_| {}).is_err());
+    }
+
     #[test]
     fn bad_configs_and_slots_are_named() {
         let mut mem = mem();
