@@ -279,22 +279,43 @@ impl Kiq {
         self.submit(&[KiqPacket::InvalidateTlbs(packet)], doorbell)
     }
 
-    /// Polls the fence until it reaches `seq` or `timeout_ns` passed on `host`'s clock.
+    /// Polls the fence until it reaches `seq` or `timeout_ns` passed on `host`'s clock
+    /// ([`Host::timestamp_ticks`], [`Host::timestamp_frequency_hz`]).
+    ///
+    /// # Errors
+    /// As [`wait_with_clock`](Kiq::wait_with_clock).
+    pub fn wait<H: Host + ?Sized>(&self, host: &H, seq: u64, timeout_ns: u64) -> Result<(), Error> {
+        self.wait_with_clock(
+            seq,
+            timeout_ns,
+            || host.timestamp_ticks(),
+            host.timestamp_frequency_hz(),
+        )
+    }
+
+    /// Polls the fence until it reaches `seq` or `timeout_ns` passed on the clock `now`
+    /// (ticks of `frequency_hz`; 0 is taken as 1).
     ///
     /// # Errors
     /// `Status::Error` naming the sequence numbers when the time passed first (the MEC did
     /// not get through the batch: a hung KIQ, or a packet the firmware refused).
-    pub fn wait<H: Host + ?Sized>(&self, host: &H, seq: u64, timeout_ns: u64) -> Result<(), Error> {
-        let freq = host.timestamp_frequency_hz().max(1);
+    pub fn wait_with_clock(
+        &self,
+        seq: u64,
+        timeout_ns: u64,
+        now: impl Fn() -> u64,
+        frequency_hz: u64,
+    ) -> Result<(), Error> {
+        let freq = frequency_hz.max(1);
         let ticks = u64::try_from(u128::from(timeout_ns) * u128::from(freq) / 1_000_000_000)
             .unwrap_or(u64::MAX);
-        let deadline = host.timestamp_ticks().saturating_add(ticks);
+        let deadline = now().saturating_add(ticks);
         loop {
             let done = self.completed();
             if done >= seq {
                 return Ok(());
             }
-            if host.timestamp_ticks() >= deadline {
+            if now() >= deadline {
                 return Err(Error::lazy(
                     Status::Error,
                     [seq, done, timeout_ns],
@@ -486,6 +507,43 @@ mod tests {
         unsafe { fence.write_volatile(1) };
         assert_eq!(k.map_queue(&m, 1, 0, 0, |_| {}).unwrap(), 5);
         assert_eq!(k.wptr(), 70);
+    }
+
+    /// The wait polls until the fence reaches the sequence number, for as long as the timeout
+    /// in the clock's ticks (100 MHz here: 100 ticks for 1 µs): a fence written at tick 50
+    /// ends it, one written at tick 150 is too late, and the error names both numbers.
+    #[test]
+    fn wait_polls_the_fence_until_the_deadline() {
+        let mut mem = mem();
+        let fence = mem.words.as_mut_ptr().wrapping_add(1);
+        let k = kiq(&mut mem);
+        let clock = |at: u64, value: u64| {
+            let t = core::cell::Cell::new(0u64);
+            move || {
+                t.set(t.get() + 1);
+                if t.get() == at {
+                    // SAFETY: the fence word of `mem`, alive; the clock plays the CP.
+                    unsafe { fence.write_volatile(value) };
+                }
+                t.get()
+            }
+        };
+        k.wait_with_clock(3, 1_000, clock(50, 3), 100_000_000)
+            .unwrap();
+        // SAFETY: as above.
+        unsafe { fence.write_volatile(0) };
+        let e = k
+            .wait_with_clock(4, 1_000, clock(150, 4), 100_000_000)
+            .unwrap_err();
+        assert_eq!(e.status(), Status::Error);
+        assert_eq!(
+            e.detail().to_string(),
+            "KIQ fence 4 not written within 1000 ns (the fence says 0)"
+        );
+        // A fence already at or past the number returns at once.
+        // SAFETY: as above.
+        unsafe { fence.write_volatile(9) };
+        k.wait_with_clock(9, 0, || 0, 0).unwrap();
     }
 
     /// Batches that fill the ring to its last dword fit: three maps (42), an unmap (13) and a

@@ -230,6 +230,18 @@ mod tests {
         }
     }
 
+    /// The exported register bits are the headers' (`cik_regs.h`, `gc_9_0_sh_mask.h`).
+    #[test]
+    fn register_bits_are_the_headers() {
+        assert_eq!(PQ_CONTROL_NO_UPDATE_RPTR, 1 << 27);
+        assert_eq!(DOORBELL_EN, 1 << 30);
+        assert_eq!(AQL_CONTROL_CONTROL0, 1);
+        assert_eq!(PQ_CONTROL_QUEUE_SIZE_MASK, 0x3f);
+        assert_eq!(PQ_CONTROL_RPTR_BLOCK_SIZE_SHIFT, 8);
+        assert_eq!(DOORBELL_OFFSET_SHIFT, 2);
+        assert_eq!(DOORBELL_OFFSET_MAX, (1 << 26) - 1);
+    }
+
     #[test]
     fn fields_match_hand_computed_values() {
         let m = ComputeMqd::new(&params()).unwrap();
