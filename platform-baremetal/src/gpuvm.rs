@@ -325,48 +325,64 @@ mod tests {
     use std::string::ToString;
     use std::vec::Vec;
 
-    /// Table pages in a test buffer; the GPU address of page `i` is `BASE + 4096 * i`.
+    /// Table pages in a test buffer; the GPU address of page `i` is `BASE + 4096 * i`. The
+    /// buffer is reached through `base` alone (one pointer taken at creation), never through
+    /// a reference, as the tables' writers and readers share it.
     struct Pages {
-        buf: Vec<[u64; TABLE_ENTRIES]>,
+        _buf: Vec<u64>,
+        base: *mut u64,
+        pages: usize,
         next: usize,
     }
     const BASE: u64 = 0x8_0000_0000;
 
+    impl Pages {
+        fn new(pages: usize) -> Pages {
+            let mut buf = std::vec![0u64; pages * TABLE_ENTRIES];
+            let base = buf.as_mut_ptr();
+            Pages {
+                _buf: buf,
+                base,
+                pages,
+                next: 0,
+            }
+        }
+
+        fn virt(&self, page: usize) -> usize {
+            self.base.wrapping_add(page * TABLE_ENTRIES) as usize
+        }
+    }
+
     // SAFETY: the buffer's pages are zeroed, 4 KiB long, owned by the Pages and never moved
-    // (the Vec is not grown after creation); they are 8-byte aligned, all the walker's
-    // volatile accesses need (a GPU's tables must also be 4 KiB aligned; no GPU reads these).
+    // (the Vec is not grown after creation, and only `base` reaches it); they are 8-byte
+    // aligned, all the walker's volatile accesses need (a GPU's tables must also be 4 KiB
+    // aligned; no GPU reads these).
     unsafe impl TableMemory for Pages {
         fn alloc_table(&mut self) -> Result<TablePage, Error> {
-            let Some(p) = self.buf.get_mut(self.next) else {
+            if self.next == self.pages {
                 hsa_core::bail!(Status::OutOfResources, "no table page left");
-            };
-            let virt = p.as_mut_ptr() as usize;
+            }
             self.next += 1;
             Ok(TablePage {
                 phys: BASE + 4096 * (self.next as u64 - 1),
-                virt,
+                virt: self.virt(self.next - 1),
             })
         }
 
         fn table_at(&self, phys: u64) -> Option<usize> {
             let i = usize::try_from(phys.checked_sub(BASE)? / 4096).ok()?;
-            (i < self.next).then(|| self.buf[i].as_ptr() as usize)
+            (i < self.next).then(|| self.virt(i))
         }
     }
 
     fn vm(pages: usize) -> GpuVm<Pages> {
-        GpuVm::new(
-            Pages {
-                buf: std::vec![[0; TABLE_ENTRIES]; pages],
-                next: 0,
-            },
-            true,
-        )
-        .unwrap()
+        GpuVm::new(Pages::new(pages), true).unwrap()
     }
 
     fn entry(vm: &GpuVm<Pages>, page: usize, i: usize) -> u64 {
-        vm.memory().buf[page][i]
+        let p = vm.memory().virt(page) as *const u64;
+        // SAFETY: entry `i` < 512 of a page of the live buffer.
+        unsafe { p.wrapping_add(i).read_volatile() }
     }
 
     /// One page at 0x7f12_3456_7000: PDB2 index 0xfe (bits 39..48), PDB1 0x48, PDB0 0x1a2,
@@ -398,14 +414,7 @@ mod tests {
             .sum();
         assert_eq!(nonzero, 4);
         // VRAM tables: the PDEs say VALID only.
-        let vram = GpuVm::new(
-            Pages {
-                buf: std::vec![[0; TABLE_ENTRIES]; 1],
-                next: 0,
-            },
-            false,
-        )
-        .unwrap();
+        let vram = GpuVm::new(Pages::new(1), false).unwrap();
         assert_eq!(vram.root_pde(), BASE | 1);
         assert_eq!(
             pte(0x1_0000_1000, PteFlags::VALID, MType::Cc),

@@ -340,16 +340,27 @@ mod tests {
     use std::string::ToString;
     use std::vec::Vec;
 
-    /// A ring of 64 dwords, its write-pointer poll word and fence, in one test buffer.
+    /// A ring of 64 dwords (kept in `u64`s: the ring's MMIO window is 8-byte aligned), its
+    /// write-pointer poll word and fence.
     struct Mem {
-        ring: Vec<u32>,
+        ring: Vec<u64>,
         words: Vec<u64>,
+    }
+
+    impl Mem {
+        /// The ring's dwords (little-endian halves of the words).
+        fn dwords(&self) -> Vec<u32> {
+            self.ring
+                .iter()
+                .flat_map(|w| [*w as u32, (*w >> 32) as u32])
+                .collect()
+        }
     }
 
     fn kiq(mem: &mut Mem) -> Kiq {
         let config = KiqConfig {
             ring_virt: mem.ring.as_mut_ptr() as usize,
-            ring_dwords: mem.ring.len() as u32,
+            ring_dwords: 2 * mem.ring.len() as u32,
             wptr_poll_virt: mem.words.as_mut_ptr() as usize,
             fence_virt: mem.words.as_mut_ptr().wrapping_add(1) as usize,
             fence_gpu_va: GpuVa(0x7000_0008),
@@ -361,7 +372,7 @@ mod tests {
 
     fn mem() -> Mem {
         Mem {
-            ring: std::vec![0; 64],
+            ring: std::vec![0; 32],
             words: std::vec![0; 2],
         }
     }
@@ -412,7 +423,7 @@ mod tests {
         drop(k);
         assert_eq!(mem.words[0], 14);
         assert_eq!(
-            mem.ring[..14],
+            mem.dwords()[..14],
             [
                 0xc005_a200,
                 1 << 29 | 1 << 16 | 3 << 13,
@@ -430,7 +441,7 @@ mod tests {
                 0
             ]
         );
-        assert!(mem.ring[14..].iter().all(|&d| d == 0));
+        assert!(mem.dwords()[14..].iter().all(|&d| d == 0));
     }
 
     /// UNMAP_QUEUES (PREEMPT_QUEUES, one queue by doorbell) then the fence; packets wrap
@@ -456,9 +467,12 @@ mod tests {
         assert_eq!(k.wptr(), 56 + dwords::UNMAP_QUEUES as u64 + 7);
         drop(k);
         // The UNMAP_QUEUES starts at dword 56; dwords 64.. wrap to 0.
-        assert_eq!(mem.ring[56..62], [0xc004_a300, 1 << 29, 10 << 2, 0, 0, 0]);
-        assert_eq!(mem.ring[62..64], [0xc005_a400, 2 << 30]);
-        assert_eq!(mem.ring[..5], [0, 0x7000_0008, 0, 5, 0]);
+        assert_eq!(
+            mem.dwords()[56..62],
+            [0xc004_a300, 1 << 29, 10 << 2, 0, 0, 0]
+        );
+        assert_eq!(mem.dwords()[62..64], [0xc005_a400, 2 << 30]);
+        assert_eq!(mem.dwords()[..5], [0, 0x7000_0008, 0, 5, 0]);
         assert_eq!(mem.words[0], 69);
     }
 
@@ -480,7 +494,7 @@ mod tests {
         );
         drop(k);
         assert_eq!(
-            mem.ring[..4],
+            mem.dwords()[..4],
             [
                 0xc000_9800,
                 1 | 1 << 4 | 0x8001 << 5 | 2 << 29,
