@@ -213,9 +213,17 @@ typedef struct hsa_rt_baremetal_node_s {
 /* What a firmware hands the runtime. NULL optional callbacks mean "nothing to do". A callback
  * returning hsa_status_t reports failure with any status but HSA_STATUS_SUCCESS; the HSA call
  * that caused it then fails with that status. 216 bytes. */
+/* The ih_filter word of hsa_rt_baremetal_host_t: the IH entries of VMIDs first..last (0-15)
+ * and, when pasid is not 0, of that PASID only are this runtime's (amdkfd's
+ * first_vmid_kfd..last_vmid_kfd on an IH ring shared with amdgpu); the others are skipped.
+ * 0 instead takes every entry. */
+#define HSA_RT_BAREMETAL_IH_FILTER(first_vmid, last_vmid, pasid)                          \
+  (0x80000000u | ((uint32_t)(first_vmid) & 0xfu) | (((uint32_t)(last_vmid) & 0xfu) << 4) | \
+   (((uint32_t)(pasid) & 0xffffu) << 8))
+
 typedef struct hsa_rt_baremetal_host_s {
   uint32_t version;   /* HSA_RT_BAREMETAL_HOST_VERSION */
-  uint32_t reserved;  /* 0 */
+  uint32_t ih_filter; /* 0, or HSA_RT_BAREMETAL_IH_FILTER(first, last, pasid) */
   void* context;      /* first argument of every callback */
 
   /* Memory: carve_out_count regions, at least one of system memory (the runtime's signals,
@@ -278,7 +286,8 @@ typedef struct hsa_rt_baremetal_host_s {
 
 /* Registers the host the next hsa_init builds the runtime over (bare-metal build only).
  * Returns HSA_STATUS_ERROR_INVALID_ARGUMENT for a NULL host, a version other than
- * HSA_RT_BAREMETAL_HOST_VERSION, a NULL required callback, timestamp_frequency_hz 0, a table
+ * HSA_RT_BAREMETAL_HOST_VERSION, a NULL required callback, timestamp_frequency_hz 0, an
+ * ih_filter that is neither 0 nor an HSA_RT_BAREMETAL_IH_FILTER with first <= last, a table
  * pointer that is NULL with a non-zero count, an unknown carve-out kind, a PRIVATE_VRAM
  * carve-out with a virt_base or without clear_device_memory, a CPU-visible carve-out with
  * virt_base 0, a node name that is not NUL-terminated UTF-8, or (without an OS) a NULL

@@ -129,6 +129,13 @@ fn baremetal_host_layout_matches_the_header() {
         ("offsetof(hsa_rt_baremetal_host_t, map_queue)", 136),
         ("offsetof(hsa_rt_baremetal_host_t, log)", 184),
         ("HSA_RT_BAREMETAL_HOST_VERSION", 1),
+        ("offsetof(hsa_rt_baremetal_host_t, ih_filter)", 4),
+        // 1 << 31 | first 8 | last 9 << 4 | PASID 0x8001 << 8 (the bit and the rest apart).
+        ("(HSA_RT_BAREMETAL_IH_FILTER(8, 9, 0x8001) >> 31)", 1),
+        (
+            "(HSA_RT_BAREMETAL_IH_FILTER(8, 9, 0x8001) & 0x7fffffffu)",
+            0x0080_0198,
+        ),
         ("HSA_RT_BAREMETAL_PRIVATE_VRAM", 2),
     ] {
         c += &format!("_Static_assert({expr} == {value}, \"{expr}\");\n");

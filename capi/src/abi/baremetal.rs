@@ -8,6 +8,9 @@ use core::ffi::{c_char, c_void};
 
 use hsa_core::platform::NAME_CAPACITY;
 
+/// `hsa_rt_baremetal_host_t.ih_filter` bit 31: the word holds a filter.
+pub const IH_FILTER_ON: u32 = 1 << 31;
+
 /// `HSA_RT_BAREMETAL_HOST_VERSION`: the layout of `hsa_rt_baremetal_host_t` this library
 /// reads; the host struct's `version` must equal it.
 pub const HOST_VERSION: u32 = 1;
@@ -238,8 +241,10 @@ pub type StillWaitingFn = unsafe extern "C" fn(*mut c_void) -> bool;
 pub struct HsaRtBaremetalHost {
     /// [`HOST_VERSION`].
     pub version: u32,
-    /// Zero.
-    pub reserved: u32,
+    /// Which IH entries are this runtime's: 0, every entry; else [`IH_FILTER_ON`] | first
+    /// VMID (bits 0..4) | last VMID << 4 | PASID << 8 (bits 8..24; 0: any PASID)
+    /// (`HSA_RT_BAREMETAL_IH_FILTER`; `hsa_baremetal::irq::IhFilter`).
+    pub ih_filter: u32,
     /// Passed to every callback.
     pub context: *mut c_void,
     /// `carve_out_count` carve-outs.

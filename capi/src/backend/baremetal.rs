@@ -16,6 +16,7 @@ use alloc::vec::Vec;
 use core::ffi::{c_char, c_void, CStr};
 use core::sync::atomic::{AtomicBool, Ordering};
 
+use hsa_baremetal::irq::IhFilter;
 use hsa_baremetal::{
     BaremetalPlatform, CarveOut, CarveOutKind, DoorbellAperture, Host, IhRingConfig, QueueMapping,
     RegisterLocation,
@@ -210,6 +211,10 @@ unsafe impl Host for CHost {
         }
     }
 
+    fn ih_filter(&self) -> IhFilter {
+        ih_filter(self.config.raw.ih_filter).unwrap_or(IhFilter::ANY)
+    }
+
     fn ih_overflow_clear(&self) {
         if let Some(f) = self.config.raw.ih_overflow_clear {
             // SAFETY: the firmware's callback with the header's signature (interrupt context
@@ -307,6 +312,30 @@ unsafe fn table<T: Copy>(ptr: *const T, count: u32, what: &str) -> Result<Vec<T>
     Ok(unsafe { core::slice::from_raw_parts(ptr, count as usize) }.to_vec())
 }
 
+/// The IH filter a C host's `ih_filter` word describes (see [`HsaRtBaremetalHost::ih_filter`]).
+///
+/// # Errors
+/// `Status::InvalidArgument` naming the word for set bits 24..31 or bits without
+/// [`IH_FILTER_ON`], and for a first VMID past the last.
+fn ih_filter(word: u32) -> Result<IhFilter, Error> {
+    if word == 0 {
+        return Ok(IhFilter::ANY);
+    }
+    let (first, last, pasid) = (word & 0xf, (word >> 4) & 0xf, (word >> 8) & 0xffff);
+    if word & IH_FILTER_ON == 0 || word & 0x7f00_0000 != 0 || first > last {
+        bail!(
+            Status::InvalidArgument,
+            "host ih_filter {word:#x} is not 0 or HSA_RT_BAREMETAL_IH_FILTER(first VMID, last \
+             VMID at or above it, PASID)"
+        );
+    }
+    Ok(IhFilter {
+        first_vmid: first as u8,
+        last_vmid: last as u8,
+        pasid: (pasid != 0).then_some(pasid as u16),
+    })
+}
+
 impl HostConfig {
     /// Checks and copies a C host.
     ///
@@ -334,6 +363,7 @@ impl HostConfig {
         if raw.timestamp_frequency_hz == 0 {
             bail!(Status::InvalidArgument, "host timestamp_frequency_hz is 0");
         }
+        ih_filter(raw.ih_filter)?;
         #[cfg(target_os = "none")]
         no_os::install_heap(raw)?;
         // SAFETY: the caller's contract.
@@ -741,6 +771,53 @@ mod no_os {
         }
         loop {
             core::hint::spin_loop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod ih_filter_tests {
+    use super::*;
+    use alloc::string::ToString;
+
+    /// The word of `HSA_RT_BAREMETAL_IH_FILTER(8, 9, 0x8001)` (0x8080_0198) and others, and
+    /// the words refused, by name.
+    #[test]
+    fn the_hosts_ih_filter_word_decodes_and_bad_ones_are_refused() {
+        assert_eq!(ih_filter(0).unwrap(), IhFilter::ANY);
+        assert_eq!(
+            ih_filter(0x8080_0198).unwrap(),
+            IhFilter {
+                first_vmid: 8,
+                last_vmid: 9,
+                pasid: Some(0x8001),
+            }
+        );
+        assert_eq!(
+            ih_filter(IH_FILTER_ON | 0xf5).unwrap(),
+            IhFilter {
+                first_vmid: 5,
+                last_vmid: 15,
+                pasid: None,
+            }
+        );
+        assert_eq!(
+            ih_filter(IH_FILTER_ON | 0x33).unwrap(),
+            IhFilter {
+                first_vmid: 3,
+                last_vmid: 3,
+                pasid: None,
+            }
+        );
+        for bad in [0x0080_0198, IH_FILTER_ON | 0x19, IH_FILTER_ON | 1 << 24, 1] {
+            let e = ih_filter(bad).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidArgument);
+            assert!(
+                e.detail()
+                    .to_string()
+                    .starts_with(&alloc::format!("host ih_filter {bad:#x} is not 0")),
+                "{e}"
+            );
         }
     }
 }

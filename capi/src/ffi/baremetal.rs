@@ -17,7 +17,8 @@ use crate::backend;
 /// # Errors
 /// `INVALID_ARGUMENT` for a NULL `host`, a `version` other than
 /// `HSA_RT_BAREMETAL_HOST_VERSION`, a NULL required callback (`map_queue`, `unmap_queue`,
-/// `wait_for_interrupt`, `timestamp_ticks`), a zero `timestamp_frequency_hz`, a table pointer
+/// `wait_for_interrupt`, `timestamp_ticks`), a zero `timestamp_frequency_hz`, an `ih_filter`
+/// that is neither 0 nor a filter with first VMID <= last, a table pointer
 /// that is NULL with a non-zero count, an unknown carve-out kind, a private-VRAM carve-out
 /// with a `virt_base` or without `clear_device_memory`, a CPU-visible one without
 /// `virt_base`, or a node name that is not NUL-terminated UTF-8 (the message names the field
