@@ -438,3 +438,54 @@ fn bad_packets_stop_the_queue_and_are_reported_by_the_device() {
     // SAFETY: nothing uses the chunk any more.
     unsafe { p.free_memory(&kernarg) }.unwrap();
 }
+
+/// The simulated device takes a queue only from its MQD image, as a MEC loads one: a good
+/// image maps, an image with a wrong header or another doorbell is refused by name, and the
+/// mapping's own ring field is not what the device uses.
+#[test]
+fn the_device_takes_queues_from_the_mqd_image() {
+    use hsa_baremetal::mqd::{ComputeMqd, MqdParams, NORMAL_PRIORITY};
+    use hsa_baremetal::QueueMapping;
+    use hsa_core::DoorbellIndex;
+    let mqd = ComputeMqd::new(&MqdParams {
+        ring: GpuVa(0x10_0000),
+        ring_size_bytes: 4096,
+        rptr_report: GpuVa(0x20_0080),
+        wptr_poll: GpuVa(0x20_0038),
+        doorbell: DoorbellIndex(5),
+        eop: GpuVa(0x30_0000),
+        eop_size_bytes: 4096,
+        mqd_address: GpuVa(0x40_0000),
+        vmid: 0,
+        priority: NORMAL_PRIORITY,
+    })
+    .unwrap();
+    let mut image = mqd.v9_mqd().dwords();
+    let mapping = |image: &[u32; 512], doorbell: u32| QueueMapping {
+        node: NodeId(1),
+        ring: GpuVa(0xdead_0000),
+        ring_size_bytes: 4096,
+        doorbell: DoorbellIndex(doorbell),
+        read_pointer: GpuVa(0x20_0080),
+        write_pointer: GpuVa(0x20_0038),
+        amd_queue: GpuVa(0x20_0000),
+        eop: GpuVa(0x30_0000),
+        eop_size_bytes: 4096,
+        mqd_address: GpuVa(0x40_0000),
+        mqd_virt: image.as_ptr() as usize,
+        mqd,
+    };
+    let link = sim::DeviceLink::new();
+    let refused = |m: &QueueMapping| link.map(m).unwrap_err().detail().to_string();
+    assert!(refused(&mapping(&image, 6)).contains("DOORBELL_OFFSET 0xa is not doorbell 6's"));
+    image[0] = 0xC031_0801;
+    assert!(refused(&mapping(&image, 5)).contains("MQD header 0xc0310801"));
+    image[0] = 0xC031_0800;
+    // The ring comes from the image (0x10_0000), not the mapping's field (0xdead_0000): a
+    // second mapping of the image's ring is refused as taken.
+    link.map(&mapping(&image, 5)).unwrap();
+    let mut again = image;
+    again[143] = (again[143] & !(0x3ff_ffff << 2)) | 14 << 2; // doorbell 7
+    let e = refused(&mapping(&again, 7));
+    assert!(e.contains("ring 0x100000 already has an HQD"), "{e}");
+}

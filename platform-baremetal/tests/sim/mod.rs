@@ -6,7 +6,8 @@
 //! memory the host describes through [`Host`]:
 //! - **HQDs**: the host's `map_queue`/`unmap_queue` forward to a [`DeviceLink`] (fixed array,
 //!   no heap, so a firmware-style host can embed it); each mapped queue gets a
-//!   [`PacketProcessor`] over the ring and `amd_queue_t` named by the [`QueueMapping`].
+//!   [`PacketProcessor`] over the ring and `amd_queue_t` its MQD image names (the
+//!   [`QueueMapping`]'s `mqd_virt`, checked as a MEC checks it: `V9Mqd::load_compute`).
 //! - **Doorbells**: it polls the 64-bit doorbell slot of every mapped queue. The value is the
 //!   index of the last published packet (what `AqlQueue::ring_doorbell` stores), so it
 //!   processes while `read_index <= doorbell` or while a barrier is blocked (the CP re-checks
@@ -53,6 +54,7 @@ use hsa_core::packet_processor::{
 use hsa_core::platform::Platform;
 use hsa_core::queue::ring::Ring;
 use hsa_core::signal::raw::RawSignal;
+use hsa_core::wire::mqd::{V9Mqd, V9_MQD_DWORDS};
 use hsa_core::{Error, EventId, GpuVa, Status};
 
 // Test crates only (integration tests build with cfg(test)): the firmware example brings its
@@ -89,6 +91,43 @@ impl Default for DeviceLink {
     }
 }
 
+/// `mapping` with the ring, its size, the read and write pointers and the `amd_queue_t` the
+/// MQD image at `mapping.mqd_virt` names (the `amd_queue_t` holding the read pointer at
+/// `read_dispatch_id`, offset 128).
+fn from_mqd(mapping: &QueueMapping) -> Result<QueueMapping, Error> {
+    let bad = Status::InvalidQueueCreation;
+    if mapping.mqd_virt == 0 || mapping.mqd_virt % 4 != 0 {
+        hsa_core::bail!(
+            bad,
+            "MQD at CPU address {:#x} is not readable",
+            mapping.mqd_virt
+        );
+    }
+    let mut d = [0u32; V9_MQD_DWORDS];
+    for (i, w) in d.iter_mut().enumerate() {
+        // SAFETY: the platform wrote the 2048-byte image at `mqd_virt` (a CPU-visible page it
+        // keeps until unmap_queue returned); 4-aligned (checked).
+        *w = unsafe { ((mapping.mqd_virt + 4 * i) as *const u32).read_volatile() };
+    }
+    let hqd = V9Mqd::from_dwords(d).load_compute(0..1 << 26, true)?;
+    if hqd.doorbell_dword != mapping.doorbell.get() * 2 {
+        hsa_core::bail!(
+            bad,
+            "MQD DOORBELL_OFFSET {:#x} is not doorbell {}'s",
+            hqd.doorbell_dword,
+            mapping.doorbell.get()
+        );
+    }
+    Ok(QueueMapping {
+        ring: GpuVa(hqd.ring),
+        ring_size_bytes: hqd.ring_size_bytes,
+        read_pointer: GpuVa(hqd.read_ptr),
+        write_pointer: GpuVa(hqd.write_ptr),
+        amd_queue: GpuVa(hqd.read_ptr.wrapping_sub(128)),
+        ..*mapping
+    })
+}
+
 impl DeviceLink {
     /// No queue mapped.
     pub const fn new() -> DeviceLink {
@@ -99,12 +138,16 @@ impl DeviceLink {
         }
     }
 
-    /// `Host::map_queue`: takes a free HQD for `mapping`.
+    /// `Host::map_queue`: takes a free HQD for the queue the MQD image at `mapping.mqd_virt`
+    /// describes, as a MEC loads it: the ring, its size, the read and write pointers come
+    /// from the image ([`V9Mqd::load_compute`]), not from the mapping's other fields.
     ///
     /// # Errors
     /// `Status::OutOfResources` when all [`MAX_HQDS`] are taken; `Status::InvalidQueueCreation`
-    /// when the doorbell or the ring already has a queue.
+    /// when the MQD is one a MEC refuses (its field named), its doorbell is not the mapping's,
+    /// or the doorbell or the ring already has a queue.
     pub fn map(&self, mapping: &QueueMapping) -> Result<(), Error> {
+        let mapping = &from_mqd(mapping)?;
         let mut hqds = self.hqds.lock();
         let taken = hqds
             .iter()
