@@ -255,6 +255,16 @@ pub unsafe trait Host: Send + Sync {
         crate::WAIT_EVENT_SPIN_NS
     }
 
+    /// The VMID the host runs this runtime's queues under (the GPUVM context whose page
+    /// tables it set up, e.g. with [`crate::gpuvm::GpuVm`]): written into each queue's MQD
+    /// (`cp_hqd_vmid`, `kfd_mqd_manager_v9.c`), so the CP translates the queue's addresses
+    /// through that context. Default 0: no context of its own (system memory reached
+    /// untranslated, as the in-process simulation does). A VMID past 15 makes queue creation
+    /// fail with `Status::InvalidQueueCreation`.
+    fn queue_vmid(&self) -> u8 {
+        0
+    }
+
     /// Which IH entries are this runtime's (`crate::irq::IhFilter`): the VMIDs its queues run
     /// under and its PASID, as amdkfd keeps `first_vmid_kfd..=last_vmid_kfd` on an IH ring it
     /// shares with amdgpu. Default: every entry (an IH ring of this runtime alone).

@@ -73,7 +73,7 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
             eop: eop.gpu_va,
             eop_size_bytes: EOP_BYTES,
             mqd_address: mqd_block.gpu_va,
-            vmid: 0,
+            vmid: self.host.queue_vmid().into(),
             priority: NORMAL_PRIORITY,
         })
         .and_then(|mqd| {

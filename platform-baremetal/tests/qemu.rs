@@ -23,6 +23,8 @@ mod protocol;
 mod device;
 #[path = "qemu/server.rs"]
 mod server;
+#[path = "qemu/vm.rs"]
+mod vm;
 
 use std::io::{BufRead, BufReader};
 use std::os::fd::AsFd;
@@ -422,16 +424,18 @@ fn run_and_check(tag: &str, cfg: VmConfig) -> Option<VmRun> {
         ctx()
     );
     assert!(run.device_log.is_empty(), "{}", ctx());
-    // Queues came and went through the KIQ only: each MAP_QUEUES and UNMAP_QUEUES batch was
-    // fenced, and every queue the guest created was mapped from its MQD.
+    // Queues came and went through the KIQ only: each MAP_QUEUES, UNMAP_QUEUES and
+    // INVALIDATE_TLBS batch was fenced, and every queue the guest created was mapped from its
+    // MQD.
     let s = &run.stats;
-    let (maps, unmaps, fences) = (
+    let (maps, unmaps, flushes, fences) = (
         s.kiq_maps.load(Ordering::Relaxed),
         s.kiq_unmaps.load(Ordering::Relaxed),
+        s.kiq_invalidations.load(Ordering::Relaxed),
         s.kiq_fences.load(Ordering::Relaxed),
     );
     assert!(maps >= 1, "no queue was mapped through the KIQ; {}", ctx());
-    assert_eq!(fences, maps + unmaps, "KIQ fences; {}", ctx());
+    assert_eq!(fences, maps + unmaps + flushes, "KIQ fences; {}", ctx());
     if cfg.run & RUN_FAULTS == 0 {
         let refused = s.kiq_refused.lock().unwrap_or_else(|e| e.into_inner());
         assert!(refused.is_empty(), "KIQ packets refused: {refused:?}");
@@ -584,6 +588,9 @@ fn faults_in_a_vm_with_x2apic() {
         "hsa-unikernel: fault foreign-entry ok: 1 of 2 entries skipped as VMID 0's, 1 signaled",
         "hsa-unikernel: fault queue-error ok: wait ended with MemoryFault",
         "hsa-unikernel: fault queue-error recovered",
+        "hsa-unikernel: fault page-fault stale ok",
+        "hsa-unikernel: fault page-fault ok: handler got ",
+        "hsa-unikernel: fault page-fault recovered",
     ] {
         assert!(
             run.line(phase).is_some(),
@@ -607,11 +614,17 @@ fn faults_in_a_vm_with_x2apic() {
     assert_eq!(s.dropped.load(Ordering::Relaxed), 1);
     assert_eq!(s.merged.load(Ordering::Relaxed), 3);
     assert_eq!(s.malformed.load(Ordering::Relaxed), 1);
-    assert_eq!(s.queue_errors.load(Ordering::Relaxed), 1);
-    // Two queues were mapped (the main job's, which the error phase stopped, and its
-    // successor) and both unmapped before the bad MQDs, none of which was mapped.
-    assert_eq!(s.kiq_maps.load(Ordering::Relaxed), 2);
-    assert_eq!(s.kiq_unmaps.load(Ordering::Relaxed), 2);
+    // The injected queue error and the page fault's stop.
+    assert_eq!(s.queue_errors.load(Ordering::Relaxed), 2);
+    // Four queues were mapped (the main job's, which the error phase stopped, its successor,
+    // and the page-fault phase's two) and all unmapped before the bad MQDs, none of which was
+    // mapped.
+    assert_eq!(s.kiq_maps.load(Ordering::Relaxed), 4);
+    assert_eq!(s.kiq_unmaps.load(Ordering::Relaxed), 4);
+    // One page fault (the store after the flush), two TLB flushes (after the unmap and after
+    // the remap).
+    assert_eq!(s.vm_faults.load(Ordering::Relaxed), 1);
+    assert_eq!(s.kiq_invalidations.load(Ordering::Relaxed), 2);
     // Each bad MAP_QUEUES was refused naming the field (V9Mqd::load_compute's and the
     // device's checks), and the guest saw the device's message.
     let refused = s.kiq_refused.lock().unwrap_or_else(|e| e.into_inner());
@@ -629,6 +642,10 @@ fn faults_in_a_vm_with_x2apic() {
             "MAP_QUEUES doorbell_offset 0x4 differs from the MQD's DOORBELL_OFFSET 0x2",
         ),
         ("reserved-doorbell", "DOORBELL_OFFSET 0x28 is outside"),
+        (
+            "vmid-without-tables",
+            "MQD cp_hqd_vmid 5: the firmware gave that VMID no page tables",
+        ),
     ];
     assert_eq!(refused.len(), want.len(), "{refused:?}");
     for ((name, needle), got) in want.iter().zip(refused.iter()) {

@@ -489,3 +489,26 @@ fn the_device_takes_queues_from_the_mqd_image() {
     let e = refused(&mapping(&again, 7));
     assert!(e.contains("ring 0x100000 already has an HQD"), "{e}");
 }
+
+/// Each queue's MQD runs under the host's VMID (`Host::queue_vmid` → `cp_hqd_vmid`, dword
+/// 131 of the image the host is handed); a VMID past 15 fails the queue's creation, and
+/// nothing is mapped.
+#[test]
+fn the_mqd_carries_the_hosts_vmid() {
+    let p = platform();
+    p.host().queue_vmid.store(9, Ordering::SeqCst);
+    let q = gpu_queue(&p);
+    let mapped = *p.host().mapped.lock().unwrap().last().unwrap();
+    assert_eq!(mapped.mqd.v9_mqd().cp_hqd_vmid, 9);
+    // SAFETY: the platform wrote the 2048-byte image at `mqd_virt` (a CPU-visible page of
+    // this host's carve-out) and keeps it while the queue lives.
+    let written = unsafe { ((mapped.mqd_virt + 4 * 131) as *const u32).read_volatile() };
+    assert_eq!(written, 9);
+    q.destroy().unwrap();
+    p.host().queue_vmid.store(16, Ordering::SeqCst);
+    let before = p.host().mapped.lock().unwrap().len();
+    let e = AqlQueue::create(&p, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17)).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidQueueCreation, "{e}");
+    assert!(e.detail().contains("VMID 16 is past 15"), "{e}");
+    assert_eq!(p.host().mapped.lock().unwrap().len(), before);
+}

@@ -1,8 +1,12 @@
 //! The unikernel's [`Host`] for hsa-baremetal: the VM's real hardware.
 //!
 //! - Memory: one system-memory carve-out of guest RAM above the image, identity-mapped (its
-//!   CPU address is its guest-physical address is its GPU address: the device model reads
-//!   guest RAM at guest-physical addresses).
+//!   CPU address is its guest-physical address is its GPU address). The GPU reaches it through
+//!   page tables ([`hsa_baremetal::gpuvm`], in this image's .bss): the whole carve-out is mapped
+//!   for VMID [`GUEST_VMID`] when the host is made, and the firmware step `SET_VM` gives the
+//!   device the tables' base; queues run under that VMID ([`Host::queue_vmid`]).
+//!   [`VmHost::gpu_unmap`]/[`VmHost::gpu_remap`] change the tables, and
+//!   [`VmHost::flush_tlbs`] flushes the GPU's TLBs through the KIQ (`INVALIDATE_TLBS`).
 //! - Doorbells: the aperture is the ivshmem device's BAR0, the one granted doorbell is index
 //!   [`QUEUE_DOORBELL_INDEX`]; see [`crate::protocol::DEVICE_VECTOR_QUEUE`] for how a 64-bit
 //!   store there becomes "peer 0, vector 0" and why the device reads the write index from
@@ -19,8 +23,9 @@
 //!   arms the APIC timer for the deadline and halts with `sti; hlt`.
 #![allow(unsafe_code)]
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use hsa_baremetal::gpuvm::{GpuVm, MType, PteFlags, TableMemory, TablePage};
 use hsa_baremetal::kiq::{Kiq, KiqConfig};
 use hsa_baremetal::{
     BaremetalPlatform, CarveOut, CarveOutKind, DoorbellAperture, Host, IhRingConfig, QueueMapping,
@@ -95,6 +100,60 @@ fn open_gate() {
 }
 static IH_WPTR: Page<1> = Page::new();
 
+/// Pages for the GPU page tables: a 4 KiB PTB maps 2 MiB, so 128 pages cover a carve-out of
+/// up to about 240 MiB (with the three directory tables).
+const TABLE_PAGES: usize = 128;
+static TABLES: [Page<512>; TABLE_PAGES] = [const { Page::new() }; TABLE_PAGES];
+/// Set when a [`StaticTables`] took [`TABLES`].
+static TABLES_TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// [`TABLES`] as the page-table memory of one [`GpuVm`]: handed out in order, never freed.
+struct StaticTables {
+    next: usize,
+}
+
+impl StaticTables {
+    /// The table pages, once.
+    fn take() -> Result<StaticTables, Error> {
+        if TABLES_TAKEN.swap(true, Ordering::AcqRel) {
+            hsa_core::bail!(Status::OutOfResources, "the page-table pages are taken");
+        }
+        Ok(StaticTables { next: 0 })
+    }
+}
+
+// SAFETY: each page of TABLES is 4 KiB aligned (Page's alignment), zeroed (.bss), identity-
+// mapped read-write (phys = virt) for the image's life, and handed out once, to the one
+// StaticTables (TABLES_TAKEN); table_at answers only for pages handed out.
+unsafe impl TableMemory for StaticTables {
+    fn alloc_table(&mut self) -> Result<TablePage, Error> {
+        let Some(page) = TABLES.get(self.next) else {
+            hsa_core::bail!(
+                Status::OutOfResources,
+                "all {TABLE_PAGES} page-table pages are in use"
+            );
+        };
+        self.next += 1;
+        Ok(TablePage {
+            phys: page.addr() as u64,
+            virt: page.addr(),
+        })
+    }
+
+    fn table_at(&self, phys: u64) -> Option<usize> {
+        let off = usize::try_from(phys).ok()?.checked_sub(TABLES[0].addr())?;
+        (off % 4096 == 0 && off / 4096 < self.next).then(|| TABLES[0].addr() + off)
+    }
+}
+
+/// The flags of the carve-out's pages: system memory, snooped, read/write/execute, uncached
+/// (`MTYPE_UC`, as amdgpu maps fine-grained system memory on gfx90a).
+const CARVE_OUT_PTE: PteFlags = PteFlags::SYSTEM
+    .union(PteFlags::SNOOPED)
+    .union(PteFlags::READABLE)
+    .union(PteFlags::WRITEABLE)
+    .union(PteFlags::EXECUTABLE);
+
 /// The platform, reachable from the interrupt handlers.
 pub static PLATFORM: spin::Once<BaremetalPlatform<VmHost>> = spin::Once::new();
 
@@ -106,6 +165,8 @@ pub struct VmHost {
     tsc_hz: u64,
     /// The KIQ ring this host maps queues through.
     kiq: spin::Mutex<Kiq>,
+    /// VMID [`GUEST_VMID`]'s page tables.
+    vm: spin::Mutex<GpuVm<StaticTables>>,
     /// Times a waiter halted (still waiting after the check with interrupts masked).
     pub halts: AtomicU64,
 }
@@ -146,7 +207,11 @@ impl VmHost {
                 fence_gpu_va: GpuVa(words + 8),
             })
         }?;
+        let mut vm = GpuVm::new(StaticTables::take()?, true)?;
+        vm.map(GpuVa(base), base, size_bytes, CARVE_OUT_PTE, MType::Uc)
+            .map_err(|e| e.context("mapping the carve-out for the GPU"))?;
         Ok(VmHost {
+            vm: spin::Mutex::new(vm),
             carve_outs: [CarveOut {
                 node: NodeId(0),
                 kind: CarveOutKind::SystemMemory,
@@ -212,6 +277,48 @@ impl VmHost {
                 self.device.message()
             )
         })
+    }
+
+    /// The arguments of the firmware's `SET_VM`: the VMID, its page-table base and PASID.
+    pub fn vm_setup(&self) -> [u64; 3] {
+        [
+            u64::from(GUEST_VMID),
+            self.vm.lock().root_pde(),
+            u64::from(GUEST_PASID),
+        ]
+    }
+
+    /// Unmaps `bytes` at `va` from the GPU's page tables. The GPU may go on using
+    /// translations it keeps until [`flush_tlbs`](VmHost::flush_tlbs), as amdgpu updates
+    /// page tables and then flushes.
+    ///
+    /// # Errors
+    /// [`GpuVm::unmap`]'s (nothing changed then).
+    pub fn gpu_unmap(&self, va: GpuVa, bytes: u64) -> Result<(), Error> {
+        self.vm.lock().unmap(va, bytes)
+    }
+
+    /// Maps `bytes` at `va` (in the carve-out) back for the GPU, as they were mapped at
+    /// start.
+    ///
+    /// # Errors
+    /// [`GpuVm::map`]'s.
+    pub fn gpu_remap(&self, va: GpuVa, bytes: u64) -> Result<(), Error> {
+        self.vm
+            .lock()
+            .map(va, va.get(), bytes, CARVE_OUT_PTE, MType::Uc)
+    }
+
+    /// Flushes the GPU's TLBs for the runtime's PASID (`INVALIDATE_TLBS`, legacy flush, GFX
+    /// hub only), waiting for the KIQ's fence.
+    ///
+    /// # Errors
+    /// The KIQ's.
+    pub fn flush_tlbs(&self) -> Result<(), Error> {
+        self.kiq_batch(
+            |kiq, ring| kiq.invalidate_tlbs(GUEST_PASID, 0, false, ring),
+            KIQ_TIMEOUT_NS,
+        )
     }
 
     /// The ivshmem device.
@@ -284,6 +391,10 @@ unsafe impl Host for VmHost {
                 offset_bytes: CTL_IH_RPTR,
             },
         }
+    }
+
+    fn queue_vmid(&self) -> u8 {
+        GUEST_VMID
     }
 
     fn ih_filter(&self) -> hsa_baremetal::irq::IhFilter {

@@ -18,8 +18,8 @@ use hsa_core::isa::TargetId;
 use hsa_core::loader::executable::Executable;
 use hsa_core::packet::{BarrierAnd, HeaderFlags, KernelDispatch};
 use hsa_core::platform::{
-    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, QueueErrorCallback,
-    TopologySource,
+    MemoryChunk, MemoryFault, MemoryFaultHandler, MemoryFaultReason, MemoryFaultReports,
+    MemoryFlags, MemoryKind, MemoryRequest, Platform, QueueErrorCallback, TopologySource,
 };
 use hsa_core::queue::{AqlQueue, QueueConfig, QueueState};
 use hsa_core::signal::raw::RawSignal;
@@ -74,6 +74,25 @@ const QUEUE_ERROR_DATA: usize = 0x4853_4121;
 fn on_queue_error(_: &Error, _: QueueId, data: usize) {
     if data == QUEUE_ERROR_DATA {
         QUEUE_ERROR_CALLS.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// GPU memory faults the job's memory-fault handler was given with [`FAULT_DATA`].
+static FAULT_CALLS: AtomicU64 = AtomicU64::new(0);
+/// The last fault's address, reason bits and node.
+static FAULT_SEEN: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+/// The `data` the job's memory-fault handler is given.
+const FAULT_DATA: usize = 0x5654_4d46;
+
+/// The job's memory-fault handler (`hsa_amd_register_system_event_handler`'s memory-fault
+/// event). hsa-baremetal calls it from the IH interrupt handler, during the drain: it records
+/// and returns.
+fn on_memory_fault(fault: &MemoryFault, data: usize) {
+    if data == FAULT_DATA {
+        FAULT_SEEN[0].store(fault.address.get(), Ordering::Relaxed);
+        FAULT_SEEN[1].store(u64::from(fault.reason.bits()), Ordering::Relaxed);
+        FAULT_SEEN[2].store(u64::from(fault.node.get()), Ordering::Relaxed);
+        FAULT_CALLS.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -397,6 +416,8 @@ pub fn run(p: &'static Vm, cfg: Config) -> Result<(), Error> {
     }
     if cfg.faults {
         faults(p, queue, &signals, &empty, hz)?;
+        page_fault(p, &kernel, &signals, hz)?;
+        bad_mqds(p)?;
     } else {
         queue.destroy()?;
     }
@@ -784,7 +805,110 @@ fn faults(
         );
     }
     crate::println!("hsa-unikernel: fault queue-error recovered: a new queue runs");
-    bad_mqds(p)
+    Ok(())
+}
+
+/// 6. A page the GPU's page tables no longer map. vector_copy copies two pages of ints into
+///    `dst`; then `dst`'s second page is unmapped:
+///    - before the TLB flush, the device still reaches it through the translation it kept
+///      (as a GPU does until `INVALIDATE_TLBS`);
+///    - after the flush, the kernel's first store there faults: the device writes the GFX
+///      hub's `UTCL2` entry, and the memory-fault handler gets exactly that page, "page not
+///      present", on the GPU node; the queue stops with `MemoryFault`;
+///    - mapped back and flushed, a new queue copies both pages again.
+fn page_fault(
+    p: &'static Vm,
+    kernel: &Kernel,
+    signals: &SignalPool<&'static Vm>,
+    hz: u64,
+) -> Result<(), Error> {
+    const INTS: usize = 2048;
+    let src = Buffer::new(p, INTS)?;
+    let dst = Buffer::new(p, INTS)?;
+    src.fill(|i| (i as i32) ^ 0x0123_4567);
+    let ka = kernarg(p, src.va(), dst.va())?;
+    let copy = |queue: &AqlQueue<&'static Vm>, what: &str| -> Result<(), Error> {
+        dst.fill(|_| 0);
+        let done = signals.create_interrupt(1)?;
+        submit(
+            queue,
+            &dispatch_packet(kernel, &ka, INTS as u32, WORKGROUP, &done),
+        )?;
+        wait_done(queue, &done, what)?;
+        let got = dst.as_slice();
+        match (0..INTS).find(|&i| got[i] != (i as i32) ^ 0x0123_4567) {
+            Some(i) => hsa_core::bail!(Status::Error, "{what}: dst[{i}] is {:#x}", got[i]),
+            None => Ok(()),
+        }
+    };
+    p.set_memory_fault_handler(Some(MemoryFaultHandler {
+        func: on_memory_fault,
+        data: FAULT_DATA,
+    }))?;
+    let queue = AqlQueue::create(p, &queue_config())?;
+    copy(&queue, "copy with both pages mapped")?;
+    let second = hsa_core::GpuVa(dst.va() + 4096);
+    p.host().gpu_unmap(second, 4096)?;
+    copy(&queue, "copy through the kept translation")?;
+    crate::println!(
+        "hsa-unikernel: fault page-fault stale ok: before the TLB flush the GPU still wrote {second} through its kept translation"
+    );
+    p.host().flush_tlbs()?;
+    settle(p, hz)?;
+    let s0 = p.irq_stats();
+    let calls0 = FAULT_CALLS.load(Ordering::Acquire);
+    let done = signals.create_interrupt(1)?;
+    submit(
+        &queue,
+        &dispatch_packet(kernel, &ka, INTS as u32, WORKGROUP, &done),
+    )?;
+    let e = match queue.wait_completion(&done, SignalCondition::Eq, 0, WAIT_NS, WaitState::Blocked)
+    {
+        Ok(v) => hsa_core::bail!(
+            Status::Error,
+            "page fault: the wait returned {v}: the store to the unmapped page did not fault"
+        ),
+        Err(e) => e,
+    };
+    settle(p, hz)?;
+    let d = delta(s0, p.irq_stats());
+    let calls = FAULT_CALLS.load(Ordering::Acquire) - calls0;
+    let [address, reason, node] = FAULT_SEEN.each_ref().map(|a| a.load(Ordering::Relaxed));
+    if e.status() != Status::MemoryFault
+        || queue.state() != QueueState::Stopped(Status::MemoryFault)
+        || calls != 1
+        || d.memory_faults != 1
+        || address != second.get()
+        || reason != u64::from(MemoryFaultReason::PAGE_NOT_PRESENT.bits())
+        || node != u64::from(GPU.get())
+    {
+        hsa_core::bail!(
+            Status::Error,
+            "page fault: expected one fault at {second}, page not present, on node {}, and \
+             MemoryFault from the wait and the queue; got {calls} handler calls (last at \
+             {address:#x}, reason {reason:#x}, node {node}), {:?} ({}), {:?}, {d:?}",
+            GPU.get(),
+            e.status(),
+            e.detail(),
+            queue.state()
+        );
+    }
+    crate::println!(
+        "hsa-unikernel: fault page-fault ok: handler got {address:#x} (reason {reason:#x}, node {node}); wait ended with {:?}; queue {:?}",
+        e.status(),
+        queue.state()
+    );
+    queue.destroy()?;
+    p.set_memory_fault_handler(None)?;
+    p.host().gpu_remap(second, 4096)?;
+    p.host().flush_tlbs()?;
+    let queue = AqlQueue::create(p, &queue_config())?;
+    copy(&queue, "copy after the page was mapped back")?;
+    queue.destroy()?;
+    crate::println!(
+        "hsa-unikernel: fault page-fault recovered: mapped back, a new queue copies both pages"
+    );
+    Ok(())
 }
 
 /// How long a KIQ batch the device must refuse is given, ns.
@@ -792,9 +916,9 @@ const REFUSED_BATCH_TIMEOUT_NS: u64 = 50_000_000;
 
 /// 5. MAP_QUEUES packets the device must refuse, each naming what is wrong, and none mapping
 ///    a queue: an MQD with a wrong header, an AQL MQD without `SLOT_BASED_WPTR`, a packet
-///    whose doorbell differs from its MQD's, an MQD whose doorbell is not the device's. Each
-///    MQD is a good one (hsa-baremetal's, for a queue at fake addresses) with one field
-///    broken, in a page of system memory.
+///    whose doorbell differs from its MQD's, an MQD whose doorbell is not the device's, an
+///    MQD whose VMID has no page tables. Each MQD is a good one (hsa-baremetal's, for a queue
+///    at fake addresses) with one field broken, in a page of system memory.
 fn bad_mqds(p: &'static Vm) -> Result<(), Error> {
     use hsa_baremetal::mqd::{ComputeMqd, MqdParams, NORMAL_PRIORITY};
     use hsa_core::wire::kiq::{KiqPacket, MapQueues};
@@ -818,7 +942,7 @@ fn bad_mqds(p: &'static Vm) -> Result<(), Error> {
     })?;
     // (name, the break, the packet's doorbell offset): doorbell 1 is dword offset 2.
     type Break = fn(&mut [u32; 512]);
-    let cases: [(&str, Break, u32); 4] = [
+    let cases: [(&str, Break, u32); 5] = [
         ("header", |d| d[0] = 0xC031_0801, 2),
         ("slot-based-wptr", |d| d[145] &= !(3 << 25), 2),
         ("doorbell-mismatch", |_| {}, 4),
@@ -827,6 +951,8 @@ fn bad_mqds(p: &'static Vm) -> Result<(), Error> {
             |d| d[143] = (d[143] & !(0x3ff_ffff << 2)) | 40 << 2,
             40,
         ),
+        // cp_hqd_vmid (dword 131): a VMID the firmware gave no page tables.
+        ("vmid-without-tables", |d| d[131] = 5, 2),
     ];
     for (name, breaks, doorbell_offset) in cases {
         let mut d = good.v9_mqd().dwords();

@@ -194,6 +194,9 @@ fn bring_up(start_info: u32, entry_tsc: u64) -> Result<(), hsa_core::Error> {
         apic::tsc_hz(),
     )
     .map_err(|e| error!(Status::Error, "{e}"))?;
+    // The firmware's GPUVM setup: VMID 8's page-table base and PASID.
+    dev.command(protocol::CMD_SET_VM, &p.host().vm_setup(), apic::tsc_hz())
+        .map_err(|e| error!(Status::Error, "{e}"))?;
     // The firmware's KIQ bring-up: the device learns where the KIQ ring is.
     dev.command(
         protocol::CMD_SET_KIQ,

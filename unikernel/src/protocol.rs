@@ -117,6 +117,12 @@ pub const CMD_SET_IH: u32 = 1;
 /// the device polls. Queues are then mapped and unmapped with `MAP_QUEUES`/`UNMAP_QUEUES`
 /// packets on that ring (`hsa_baremetal::kiq`), each batch fenced by `QUERY_STATUS`.
 pub const CMD_SET_KIQ: u32 = 2;
+/// Command: a GPUVM context, as the firmware programs one (`VM_CONTEXT<n>_PAGE_TABLE_BASE_ADDR`,
+/// `IH_VMID_<n>_LUT`). Args: VMID (1..=15), page-table base (the PDB2's PDE:
+/// `hsa_baremetal::gpuvm::GpuVm::root_pde`), PASID. A queue whose MQD names that VMID
+/// (`cp_hqd_vmid`) reaches memory only through those tables; `INVALIDATE_TLBS` on the KIQ for
+/// the PASID drops the translations the device keeps.
+pub const CMD_SET_VM: u32 = 3;
 /// Command: arm a fault for what comes next. Args: fault ([`FAULT_DROP_INTERRUPT`]...), count.
 pub const CMD_ARM_FAULT: u32 = 4;
 

@@ -23,7 +23,13 @@
 //!   it refuses anything else, naming the field, and then skips the rest of the batch (so
 //!   the batch's fence is never written, as on a MEC that hit a bad packet). It serves every
 //!   mapped queue on a doorbell.
-//! - Every entry carries the guest's VMID and PASID ([`GUEST_VMID`], [`GUEST_PASID`]).
+//! - Every entry carries its queue's VMID (the MQD's `cp_hqd_vmid`) and that VMID's PASID.
+//! - A queue whose VMID has a context (`SET_VM`) reaches memory only through its page tables
+//!   ([`crate::vm`]): its ring and `amd_queue_t` when it is mapped, its signals and event
+//!   mailboxes, and every access its kernels make. A walk that fails writes the GFX hub's
+//!   `UTCL2` fault entry (the page in `src_data`), raises the IH vector, and fails the access;
+//!   a kernel's fault then stops its queue as the queue-error fault below does.
+//!   `INVALIDATE_TLBS` on the KIQ drops the translations kept for the PASID.
 //! - Faults, armed by the guest's `ARM_FAULT` command: drop an interrupt, merge several, a
 //!   malformed entry before the next, a VMID-0 fence entry before the next, a queue error (the next kernel fails with
 //!   `MemoryFault`; the processor stores it in `queue_inactive_signal`; the device writes a
@@ -60,6 +66,7 @@ use hsa_gfx9::Gfx9Target;
 use rustix::event::{poll, PollFd, PollFlags};
 
 use crate::protocol::*;
+use crate::vm::{GpuView, VmContext, VmFault};
 
 /// LDS per work-group of the device, bytes (gfx9).
 const LDS_BYTES: u32 = 64 * 1024;
@@ -137,21 +144,6 @@ impl Mapping {
         let p = self.at(addr, 8).filter(|p| *p as usize % 8 == 0)?;
         // SAFETY: as in `u32`, 8-aligned.
         Some(unsafe { &*(p as *const AtomicU64) })
-    }
-
-    /// The offset (guest-physical address) of host address `host` when it lies inside the
-    /// mapping, else `host` unchanged.
-    pub fn guest_address(&self, host: u64) -> u64 {
-        let base = self.base.as_ptr() as u64;
-        match host.checked_sub(base) {
-            Some(off) if off < self.len as u64 => off,
-            _ => host,
-        }
-    }
-
-    /// Size, bytes.
-    pub fn len(&self) -> usize {
-        self.len
     }
 }
 
@@ -250,6 +242,10 @@ pub struct DeviceStats {
     pub kiq_unmaps: AtomicU64,
     /// KIQ `QUERY_STATUS` fences written.
     pub kiq_fences: AtomicU64,
+    /// KIQ `INVALIDATE_TLBS` packets served.
+    pub kiq_invalidations: AtomicU64,
+    /// GPU page faults (`UTCL2` entries written).
+    pub vm_faults: AtomicU64,
     /// Why the device refused each KIQ packet it refused, in order (the guest's fault phase
     /// sends some on purpose).
     pub kiq_refused: Mutex<Vec<String>>,
@@ -283,6 +279,22 @@ struct Hqd {
     /// The doorbell's dword offset (`DOORBELL_OFFSET`).
     doorbell_dword: u32,
     blocked: bool,
+    /// Where the queue's addresses are: its VMID and the ring's and `amd_queue_t`'s GPU and
+    /// host addresses.
+    at: QueueAddresses,
+}
+
+/// A mapped queue's VMID (`cp_hqd_vmid`), and the GPU addresses of its ring and `amd_queue_t`
+/// with the host addresses the packet processor reaches them at.
+#[derive(Clone, Copy, Debug)]
+struct QueueAddresses {
+    vmid: u8,
+    ring_va: u64,
+    ring_host: u64,
+    queue_va: u64,
+    queue_host: u64,
+    /// The doorbell dword offset.
+    doorbell_dword: u32,
 }
 
 /// The KIQ's ring, as the firmware set it up (`SET_KIQ`), and the device's read pointer.
@@ -325,6 +337,8 @@ pub struct Device {
 
 struct State {
     ih: Option<IhWriter>,
+    /// The GPUVM context of each VMID the firmware set up (`SET_VM`).
+    vms: [Option<VmContext>; 16],
     kiq: Option<KiqReader>,
     hqds: Vec<Hqd>,
     faults: Faults,
@@ -334,6 +348,16 @@ struct State {
     woke: Option<Instant>,
     /// The last kernel had one work-item.
     small: bool,
+}
+
+impl State {
+    /// The PASID of `vmid`'s context (0 for VMID 0 or one the firmware did not set up).
+    fn pasid(&self, vmid: u8) -> u16 {
+        self.vms
+            .get(usize::from(vmid))
+            .and_then(Option::as_ref)
+            .map_or(0, |v| v.pasid)
+    }
 }
 
 fn push(v: &Mutex<Vec<u64>>, d: std::time::Duration) {
@@ -376,6 +400,7 @@ impl Device {
     pub fn run(&self) {
         let mut st = State {
             ih: None,
+            vms: std::array::from_fn(|_| None),
             kiq: None,
             hqds: Vec::new(),
             faults: Faults::default(),
@@ -445,6 +470,7 @@ impl Device {
         let result = match cmd {
             CMD_SET_IH => self.set_ih(st),
             CMD_SET_KIQ => self.set_kiq(st),
+            CMD_SET_VM => self.set_vm(st),
             CMD_ARM_FAULT => {
                 let (fault, count) = (self.arg(0), self.arg(1));
                 match fault {
@@ -489,6 +515,20 @@ impl Device {
                 unsafe { p.write_volatile(*b) };
             }
         }
+    }
+
+    /// `SET_VM`: VMID `arg 0`'s page-table base (`arg 1`) and PASID (`arg 2`).
+    fn set_vm(&self, st: &mut State) -> Result<(), String> {
+        let (vmid, base, pasid) = (self.arg(0), self.arg(1), self.arg(2));
+        if !(1..16).contains(&vmid) || pasid == 0 || pasid > u64::from(u16::MAX) {
+            return Err(format!(
+                "SET_VM: VMID {vmid} is not 1..=15 or PASID {pasid:#x} is not 1..=0xffff"
+            ));
+        }
+        let vm =
+            VmContext::new(&self.ram, base, pasid as u16).map_err(|e| format!("SET_VM: {e}"))?;
+        st.vms[vmid as usize] = Some(vm);
+        Ok(())
     }
 
     fn set_kiq(&self, st: &mut State) -> Result<(), String> {
@@ -599,6 +639,21 @@ impl Device {
                 Ok(())
             }
             KiqPacket::SetResources(_) => Ok(()),
+            KiqPacket::InvalidateTlbs(t) => {
+                let mut flushed = 0;
+                for vm in st.vms.iter().flatten().filter(|v| v.pasid == t.pasid) {
+                    vm.invalidate();
+                    flushed += 1;
+                }
+                if flushed == 0 {
+                    return Err(format!(
+                        "INVALIDATE_TLBS pasid {:#x}: no VMID of this device has that PASID",
+                        t.pasid
+                    ));
+                }
+                self.stats.kiq_invalidations.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
             other => Err(format!("KIQ packet {other:?} is not served by this device")),
         }
     }
@@ -669,14 +724,30 @@ impl Device {
                 "ring of {ring_bytes} bytes is not 64 * a power of two"
             ));
         }
-        let (Some(ring_p), Some(queue_p)) = (
-            self.ram.at(ring, ring_bytes),
-            self.ram.at(amd_queue, AMD_QUEUE_BYTES),
-        ) else {
-            return Err(format!(
-                "ring {ring:#x} or amd_queue_t {amd_queue:#x} is not in guest RAM"
-            ));
+        let vmid = mqd.cp_hqd_vmid;
+        let vm = match vmid {
+            0 => None,
+            1..=15 => Some(st.vms[vmid as usize].as_ref().ok_or_else(|| {
+                format!(
+                    "MQD cp_hqd_vmid {vmid}: the firmware gave that VMID no page tables \
+                     (VM_CONTEXT{vmid}_PAGE_TABLE_BASE_ADDR is 0)"
+                )
+            })?),
+            _ => return Err(format!("MQD cp_hqd_vmid {vmid} is past 15")),
         };
+        // The CP reaches the ring and amd_queue_t through the queue's VMID.
+        let host = |va: u64, len: u64| match vm {
+            Some(vm) => vm
+                .host_range(&self.ram, va, len, true)
+                .map_err(|f| format!("VMID {vmid}: {}", f.why)),
+            None => self
+                .ram
+                .at(va, len)
+                .ok_or_else(|| format!("{va:#x} (+{len}) is not in guest RAM")),
+        };
+        let ring_p = host(ring, ring_bytes).map_err(|e| format!("ring {ring:#x}: {e}"))?;
+        let queue_p = host(amd_queue, AMD_QUEUE_BYTES)
+            .map_err(|e| format!("amd_queue_t {amd_queue:#x}: {e}"))?;
         if ring_p as usize % 64 != 0 || queue_p as usize % 64 != 0 {
             return Err(format!(
                 "ring {ring:#x} or amd_queue_t {amd_queue:#x} is not 64-byte aligned"
@@ -699,6 +770,14 @@ impl Device {
             processor: PacketProcessor::new(consumer),
             doorbell_dword: hqd.doorbell_dword,
             blocked: false,
+            at: QueueAddresses {
+                vmid: vmid as u8,
+                ring_va: hqd.ring,
+                ring_host: ring_p as u64,
+                queue_va: amd_queue,
+                queue_host: queue_p as u64,
+                doorbell_dword: hqd.doorbell_dword,
+            },
         });
         self.stats.kiq_maps.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -743,7 +822,7 @@ impl Device {
                 let ctx = Ctx {
                     dev: self,
                     st: RefCell::new(&mut *st),
-                    doorbell_dword: hqd.doorbell_dword,
+                    at: hqd.at,
                 };
                 match hqd.processor.process(&ctx, 64) {
                     Progress::Processed(n) => {
@@ -771,6 +850,16 @@ impl Device {
         // Queues mapped while these ran (none: the KIQ is served between doorbells) stay.
         hqds.append(&mut st.hqds);
         st.hqds = hqds;
+    }
+
+    /// A walk of `vmid`'s tables failed: the GFX hub's `UTCL2` entry, and the IH interrupt.
+    fn vm_fault(&self, st: &mut State, vmid: u8, fault: &VmFault) {
+        self.stats.vm_faults.fetch_add(1, Ordering::Relaxed);
+        eprintln!("device: VMID {vmid} page fault: {}", fault.why);
+        let entry = fault.entry(vmid, st.pasid(vmid));
+        if self.push_entry(st, &entry.encode()) {
+            self.raise_ih(st);
+        }
     }
 
     fn push_entry(&self, st: &mut State, entry: &[u8; 32]) -> bool {
@@ -842,8 +931,43 @@ impl Device {
 struct Ctx<'d, 's> {
     dev: &'d Device,
     st: RefCell<&'s mut State>,
-    /// The doorbell dword offset of the queue being served.
-    doorbell_dword: u32,
+    /// The queue being served.
+    at: QueueAddresses,
+}
+
+impl Ctx<'_, '_> {
+    /// The GPU address of `host`, an address in the queue's ring or `amd_queue_t` as the
+    /// packet processor knows it.
+    fn gpu_address(&self, host: u64) -> u64 {
+        let a = &self.at;
+        if host >= a.queue_host && host < a.queue_host + AMD_QUEUE_BYTES {
+            a.queue_va + (host - a.queue_host)
+        } else {
+            a.ring_va.wrapping_add(host.wrapping_sub(a.ring_host))
+        }
+    }
+
+    /// `len` bytes at `va` of the queue's address space, as a host pointer; a walk that fails
+    /// writes its `UTCL2` entry.
+    fn reach(&self, va: u64, len: u64) -> Result<*mut u8, String> {
+        let mut st = self.st.borrow_mut();
+        let st: &mut State = &mut st;
+        let r = match st.vms[usize::from(self.at.vmid)].as_ref() {
+            Some(vm) => vm.host_range(&self.dev.ram, va, len, true),
+            None => {
+                return self
+                    .dev
+                    .ram
+                    .at(va, len)
+                    .ok_or_else(|| format!("{va:#x} (+{len}) is not in guest RAM"))
+            }
+        };
+        r.map_err(|f| {
+            let why = f.why.clone();
+            self.dev.vm_fault(st, self.at.vmid, &f);
+            format!("VMID {}: {why}", self.at.vmid)
+        })
+    }
 }
 
 impl ProcessorHost for Ctx<'_, '_> {
@@ -862,17 +986,24 @@ impl ProcessorHost for Ctx<'_, '_> {
         // queue's addresses (the kernel's dispatch and queue pointers) are host addresses
         // here, guest-physical ones for the kernel.
         let mut d = *dispatch;
-        d.packet_address = GpuVa(self.dev.ram.guest_address(d.packet_address.get()));
-        d.queue_address = GpuVa(self.dev.ram.guest_address(d.queue_address.get()));
+        d.packet_address = GpuVa(self.gpu_address(d.packet_address.get()));
+        d.queue_address = GpuVa(self.gpu_address(d.queue_address.get()));
         let t = Instant::now();
-        let r = hsa_emu::device::run_kernel_dispatch(
-            &d,
-            self.dev.target,
-            &GuestMemory(&self.dev.ram),
-            self.dev.ram.len() as u64,
-            CODE_BYTES,
-            LDS_BYTES,
-        );
+        let (r, fault) = {
+            let view = GpuView::new(&self.dev.ram, st.vms[usize::from(self.at.vmid)].as_ref());
+            let r = hsa_emu::device::run_kernel_dispatch(
+                &d,
+                self.dev.target,
+                &view,
+                1 << 48,
+                CODE_BYTES,
+                LDS_BYTES,
+            );
+            (r, view.fault.take())
+        };
+        if let Some(f) = fault {
+            self.dev.vm_fault(st, self.at.vmid, &f);
+        }
         st.small = dispatch.grid_size[0] == 1;
         if dispatch.grid_size[0] == 1 {
             self.dev
@@ -895,14 +1026,24 @@ impl ProcessorHost for Ctx<'_, '_> {
     }
 
     fn resolve_signal(&self, handle: SignalHandle) -> Result<RawSignal, Error> {
-        let p = (handle.0 % 64 == 0)
-            .then(|| self.dev.ram.at(handle.0, 64))
-            .flatten()
-            .and_then(|p| NonNull::new(p.cast::<AmdSignal>()));
+        let p = if handle.0 % 64 == 0 && handle.0 != 0 {
+            self.reach(handle.0, 64)
+        } else {
+            Err("not 64-byte aligned".into())
+        };
+        let p = match p {
+            Ok(p) => NonNull::new(p.cast::<AmdSignal>()),
+            Err(e) => hsa_core::bail!(
+                Status::InvalidSignal,
+                "signal handle {:#x} is not a 64-byte aligned amd_signal_t the queue reaches: \
+                 {e}",
+                handle.0
+            ),
+        };
         let Some(p) = p else {
             hsa_core::bail!(
                 Status::InvalidSignal,
-                "signal handle {:#x} is not a 64-byte aligned amd_signal_t in guest RAM",
+                "signal handle {:#x} is null",
                 handle.0
             );
         };
@@ -912,14 +1053,22 @@ impl ProcessorHost for Ctx<'_, '_> {
     }
 
     fn write_mailbox(&self, mailbox: GpuVa, event_id: u32) -> Result<(), Error> {
-        let Some(w) = self.dev.ram.u64(mailbox.get()) else {
-            hsa_core::bail!(
-                Status::InvalidSignal,
-                "event mailbox {:#x} is not an 8-aligned word of guest RAM",
-                mailbox.get()
-            );
+        let at = mailbox.get();
+        let p = if at % 8 == 0 {
+            self.reach(at, 8)
+        } else {
+            Err("not 8-byte aligned".into())
         };
-        w.store(u64::from(event_id), Ordering::Release);
+        let p = match p {
+            Ok(p) => p,
+            Err(e) => hsa_core::bail!(
+                Status::InvalidSignal,
+                "event mailbox {at:#x} is not a word the queue reaches: {e}"
+            ),
+        };
+        // SAFETY: 8 aligned bytes of guest RAM (host_range/at checked), mapped as long as
+        // the device; the mailbox is accessed atomically only.
+        unsafe { (*p.cast::<AtomicU64>()).store(u64::from(event_id), Ordering::Release) };
         Ok(())
     }
 
@@ -931,8 +1080,8 @@ impl ProcessorHost for Ctx<'_, '_> {
             let mut bad = IhEntry {
                 client_id: CLIENT_GRBM_CP,
                 source_id: SOURCE_CP_END_OF_PIPE,
-                vmid: GUEST_VMID,
-                pasid: GUEST_PASID,
+                vmid: self.at.vmid,
+                pasid: st.pasid(self.at.vmid),
                 src_data: [event_id, 0, 0, 0],
                 ..IhEntry::default()
             }
@@ -956,8 +1105,8 @@ impl ProcessorHost for Ctx<'_, '_> {
         let entry = IhEntry {
             client_id: CLIENT_GRBM_CP,
             source_id: SOURCE_CP_END_OF_PIPE,
-            vmid: GUEST_VMID,
-            pasid: GUEST_PASID,
+            vmid: self.at.vmid,
+            pasid: st.pasid(self.at.vmid),
             timestamp: st.started.elapsed().as_nanos() as u64,
             src_data: [event_id, 0, 0, 0],
             ..IhEntry::default()
@@ -1002,10 +1151,10 @@ impl ProcessorHost for Ctx<'_, '_> {
         let entry = IhEntry {
             client_id: CLIENT_GRBM_CP,
             source_id: SOURCE_CP_BAD_OPCODE,
-            vmid: GUEST_VMID,
-            pasid: GUEST_PASID,
+            vmid: self.at.vmid,
+            pasid: st.pasid(self.at.vmid),
             src_data: [
-                cp_bad_opcode_context(self.doorbell_dword / 2, code),
+                cp_bad_opcode_context(self.at.doorbell_dword / 2, code),
                 0,
                 0,
                 0,

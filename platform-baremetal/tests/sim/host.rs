@@ -5,7 +5,7 @@
 //! `simulated_device.rs` lets a [`SimDevice`](super::SimDevice) serve [`TestHost::link`].
 #![allow(unsafe_code)]
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -77,6 +77,8 @@ pub struct TestHost {
     pub overflow_clears: AtomicU64,
     /// What `wait_spin_ns` returns; `u64::MAX`: the trait's default.
     pub spin_ns: AtomicU64,
+    /// What `queue_vmid` returns (0 at first, the trait's default).
+    pub queue_vmid: AtomicU8,
     start: Instant,
 }
 
@@ -148,6 +150,7 @@ impl TestHost {
             woken: AtomicU64::new(0),
             overflow_clears: AtomicU64::new(0),
             spin_ns: AtomicU64::new(u64::MAX),
+            queue_vmid: AtomicU8::new(0),
             start: Instant::now(),
         }
     }
@@ -233,6 +236,9 @@ unsafe impl Host for TestHost {
                 offset_bytes: self.config.rptr_offset,
             },
         }
+    }
+    fn queue_vmid(&self) -> u8 {
+        self.queue_vmid.load(Ordering::SeqCst)
     }
     fn ih_overflow_clear(&self) {
         self.overflow_clears.fetch_add(1, Ordering::SeqCst);
