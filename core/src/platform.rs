@@ -551,6 +551,58 @@ pub trait TopologySource {
     fn xnack_enabled(&self) -> bool {
         false
     }
+
+    /// This process's group (LDS) and private (scratch) apertures on GPU node `node`: what
+    /// the GPU's `SH_MEM_BASES` holds for the process, which [`AqlQueue`] copies into each
+    /// queue's `amd_queue_t` (`group_segment_aperture_base_hi`,
+    /// `private_segment_aperture_base_hi`) as ROCR's `AqlQueue` does. `None` (the default):
+    /// unknown, and those fields stay 0.
+    ///
+    /// Ref: kfd_ioctl.h `kfd_process_device_apertures` (`lds_base`, `scratch_base`), which
+    /// `AMDKFD_IOC_GET_PROCESS_APERTURES_NEW` reports.
+    ///
+    /// [`AqlQueue`]: crate::queue::AqlQueue
+    fn segment_apertures(&self, node: NodeId) -> Option<SegmentApertures> {
+        let _ = node;
+        None
+    }
+}
+
+/// A process's flat-address apertures for the group and private segments on one GPU: where
+/// a FLAT access goes to the work-group's LDS or the lane's scratch. On gfx9-gfx11 only bits
+/// 63:48 of each base exist (`SH_MEM_BASES.SHARED_BASE`, `.PRIVATE_BASE`); each aperture spans
+/// 4 GiB.
+///
+/// Ref: kfd_ioctl.h `kfd_process_device_apertures`; amdkfd `kfd_flat_memory.c`
+/// (`kfd_init_apertures_v9`, `compute_sh_mem_bases_64bit`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentApertures {
+    /// First address of the group (LDS, "shared") aperture, bytes (`lds_base`).
+    pub group_base: u64,
+    /// First address of the private (scratch) aperture, bytes (`scratch_base`).
+    pub private_base: u64,
+}
+
+impl SegmentApertures {
+    /// What amdkfd gives every process on gfx9, gfx10 and gfx11: the LDS aperture at
+    /// `1 << 48`, the scratch aperture at `2 << 48` (`MAKE_LDS_APP_BASE_V9`,
+    /// `MAKE_SCRATCH_APP_BASE_V9`): `SH_MEM_BASES` 0x0001_0002.
+    pub const AMDKFD_GFX9: SegmentApertures = SegmentApertures::from_sh_mem_bases(0x0001_0002);
+
+    /// The apertures a `SH_MEM_BASES` value selects: `SHARED_BASE` (bits 31:16) and
+    /// `PRIVATE_BASE` (bits 15:0) are bits 63:48 of the group and private bases.
+    pub const fn from_sh_mem_bases(sh_mem_bases: u32) -> SegmentApertures {
+        SegmentApertures {
+            group_base: ((sh_mem_bases >> 16) as u64) << 48,
+            private_base: ((sh_mem_bases & 0xFFFF) as u64) << 48,
+        }
+    }
+
+    /// The `SH_MEM_BASES` value of these apertures (their bits below 48 dropped), packed as
+    /// amdkfd's `compute_sh_mem_bases_64bit` packs it.
+    pub const fn sh_mem_bases(&self) -> u32 {
+        ((self.group_base >> 48) as u32) << 16 | (self.private_base >> 48) as u32
+    }
 }
 
 /// What the core needs from a host: its topology ([`TopologySource`], the supertrait), backing
@@ -749,5 +801,31 @@ pub unsafe trait Platform: TopologySource + Send + Sync {
         while self.timestamp_ticks().saturating_sub(start) < ticks {
             core::hint::spin_loop();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SegmentApertures;
+
+    /// `SH_MEM_BASES` packs bits 63:48 of the group base in 31:16 and of the private base in
+    /// 15:0 (`compute_sh_mem_bases_64bit`); amdkfd's gfx9 bases are 1 << 48 and 2 << 48.
+    #[test]
+    fn sh_mem_bases_packs_the_top_bits_of_each_base() {
+        let a = SegmentApertures::AMDKFD_GFX9;
+        assert_eq!((a.group_base, a.private_base), (1 << 48, 2 << 48));
+        assert_eq!(a.sh_mem_bases(), 0x0001_0002);
+        let b = SegmentApertures {
+            group_base: 0xABCD_0000_0000_1234,
+            private_base: 0x1234_FFFF_0000_0000,
+        };
+        assert_eq!(b.sh_mem_bases(), 0xABCD_1234);
+        assert_eq!(
+            SegmentApertures::from_sh_mem_bases(0xABCD_1234),
+            SegmentApertures {
+                group_base: 0xABCD_0000_0000_0000,
+                private_base: 0x1234_0000_0000_0000,
+            }
+        );
     }
 }

@@ -265,6 +265,17 @@ pub unsafe trait Host: Send + Sync {
         0
     }
 
+    /// The `SH_MEM_BASES` value the host programs for [`queue_vmid`](Host::queue_vmid)
+    /// (`SHARED_BASE` bits 31:16, `PRIVATE_BASE` bits 15:0: bits 63:48 of the LDS and scratch
+    /// apertures' bases). The runtime writes the apertures it names into each queue's
+    /// `amd_queue_t` (`group_segment_aperture_base_hi`, `private_segment_aperture_base_hi`),
+    /// as ROCR does from what amdkfd reports. Default: amdkfd's gfx9 value 0x0001_0002 (LDS
+    /// at `1 << 48`, scratch at `2 << 48`; `kfd_flat_memory.c`), which code built for amdkfd
+    /// processes may assume.
+    fn sh_mem_bases(&self) -> u32 {
+        hsa_core::platform::SegmentApertures::AMDKFD_GFX9.sh_mem_bases()
+    }
+
     /// Which IH entries are this runtime's (`crate::irq::IhFilter`): the VMIDs its queues run
     /// under and its PASID, as amdkfd keeps `first_vmid_kfd..=last_vmid_kfd` on an IH ring it
     /// shares with amdgpu. Default: every entry (an IH ring of this runtime alone).

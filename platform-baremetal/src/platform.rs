@@ -5,7 +5,7 @@ use core::sync::atomic::Ordering;
 use hsa_core::platform::{
     Cache, Capabilities, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFaultHandler,
     MemoryFaultReports, MemoryRequest, NodeProperties, Platform, QueueKind, QueueRequest,
-    TopologySource, WaitOutcome,
+    SegmentApertures, TopologySource, WaitOutcome,
 };
 
 use hsa_core::{DoorbellIndex, Error, EventId, NodeId, QueueId, Status};
@@ -177,6 +177,16 @@ impl<H: Host, const W: usize> TopologySource for BaremetalPlatform<H, W> {
     fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>, Error> {
         self.node_index(index)?;
         Ok(self.host.io_link(index, link))
+    }
+
+    /// The apertures of the host's `SH_MEM_BASES` ([`Host::sh_mem_bases`]) on each GPU node
+    /// (a node with SIMDs); `None` for a CPU node or an unknown one.
+    fn segment_apertures(&self, node: NodeId) -> Option<SegmentApertures> {
+        self.host
+            .nodes()
+            .iter()
+            .find(|n| n.node_id == node.get() && n.simd_count > 0)
+            .map(|_| SegmentApertures::from_sh_mem_bases(self.host.sh_mem_bases()))
     }
 }
 

@@ -122,6 +122,11 @@ pub struct GpuInfo {
     pub gpuvm_base: u64,
     /// GPUVM aperture limit (inclusive; 0 when not reported).
     pub gpuvm_limit: u64,
+    /// The process's LDS (group) aperture base from `GET_PROCESS_APERTURES_NEW` (`lds_base`;
+    /// 0 when not reported).
+    pub lds_base: u64,
+    /// The process's scratch (private) aperture base (`scratch_base`; 0 when not reported).
+    pub scratch_base: u64,
 }
 
 #[derive(Debug)]
@@ -407,6 +412,8 @@ impl LinuxPlatform {
                 gfx_target_version: p.gfx_target_version,
                 gpuvm_base: 0,
                 gpuvm_limit: 0,
+                lds_base: 0,
+                scratch_base: 0,
             })
             .collect();
         let process = process::process_of(&driver, reserve_va)?;
@@ -447,6 +454,8 @@ impl LinuxPlatform {
                 if let Some(g) = gpus.iter_mut().find(|g| g.gpu_id == ap.gpu_id) {
                     g.gpuvm_base = ap.gpuvm_base;
                     g.gpuvm_limit = ap.gpuvm_limit;
+                    g.lds_base = ap.lds_base;
+                    g.scratch_base = ap.scratch_base;
                 }
             }
             let (lo, hi) = (va.base(), va.base() + va.len_bytes() - 1);

@@ -77,6 +77,8 @@ struct Run {
     tmpring: u32,
     scratch_bytes: u64,
     lane_bytes: u32,
+    /// `amd_queue_t`'s group and private aperture bases, bits 63:32.
+    apertures_hi: (u32, u32),
     out: Vec<u32>,
 }
 
@@ -182,6 +184,10 @@ fn run(kernel: &str, input: &[u32], queue_private: Option<u32>, packet_private: 
         tmpring: amd.compute_tmpring_size,
         scratch_bytes: amd.scratch_backing_memory_byte_size,
         lane_bytes: amd.scratch_wave64_lane_byte_size,
+        apertures_hi: (
+            amd.group_segment_aperture_base_hi,
+            amd.private_segment_aperture_base_hi,
+        ),
         // SAFETY: as above; the dispatch completed or stopped (acquire wait).
         out: (0..n)
             .map(|i| unsafe { out_ptr.add(i).read_volatile() })
@@ -221,6 +227,9 @@ fn large_private_array_runs_in_the_queues_scratch() {
     );
     assert_eq!(r.tmpring, 0xD00 | 4097 << 12);
     assert_eq!(r.lane_bytes, 65552);
+    // The apertures the emulated amdkfd reported (GET_PROCESS_APERTURES_NEW: LDS at 1 << 48,
+    // scratch at 2 << 48), in amd_queue_t as ROCR writes them.
+    assert_eq!(r.apertures_hi, (0x0001_0000, 0x0002_0000));
     assert_eq!(r.scratch_bytes, 3328 * 64 * 65552);
     for i in 0..ITEMS {
         assert_eq!(

@@ -279,12 +279,14 @@ impl VmHost {
         })
     }
 
-    /// The arguments of the firmware's `SET_VM`: the VMID, its page-table base and PASID.
-    pub fn vm_setup(&self) -> [u64; 3] {
+    /// The arguments of the firmware's `SET_VM`: the VMID, its page-table base, PASID and
+    /// `SH_MEM_BASES` ([`Host::sh_mem_bases`], amdkfd's gfx9 apertures).
+    pub fn vm_setup(&self) -> [u64; 4] {
         [
             u64::from(GUEST_VMID),
             self.vm.lock().root_pde(),
             u64::from(GUEST_PASID),
+            u64::from(self.sh_mem_bases()),
         ]
     }
 

@@ -118,8 +118,10 @@ pub const CMD_SET_IH: u32 = 1;
 /// packets on that ring (`hsa_baremetal::kiq`), each batch fenced by `QUERY_STATUS`.
 pub const CMD_SET_KIQ: u32 = 2;
 /// Command: a GPUVM context, as the firmware programs one (`VM_CONTEXT<n>_PAGE_TABLE_BASE_ADDR`,
-/// `IH_VMID_<n>_LUT`). Args: VMID (1..=15), page-table base (the PDB2's PDE:
-/// `hsa_baremetal::gpuvm::GpuVm::root_pde`), PASID. A queue whose MQD names that VMID
+/// `IH_VMID_<n>_LUT`, `SH_MEM_BASES`). Args: VMID (1..=15), page-table base (the PDB2's PDE:
+/// `hsa_baremetal::gpuvm::GpuVm::root_pde`), PASID, `SH_MEM_BASES` (the device's interpreter
+/// runs amdkfd's gfx9 apertures, 0x0001_0002, only; a queue's `amd_queue_t` must name the
+/// same apertures). A queue whose MQD names that VMID
 /// (`cp_hqd_vmid`) reaches memory only through those tables; `INVALIDATE_TLBS` on the KIQ for
 /// the PASID drops the translations the device keeps.
 pub const CMD_SET_VM: u32 = 3;

@@ -37,7 +37,7 @@ use crate::addr::{EventId, GpuVa, NodeId, QueueId};
 use crate::platform::{
     Cache, Capabilities, Event, HeapType, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest,
     NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, SdmaQueues,
-    TopologySource, WaitOutcome,
+    SegmentApertures, TopologySource, WaitOutcome,
 };
 use crate::status::{Result, Status};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
@@ -541,6 +541,17 @@ impl TopologySource for FakePlatform {
 
     fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>> {
         Ok(node_index(self, index)?.links.get(link).copied())
+    }
+
+    /// amdkfd's gfx9 apertures on each GPU node (a node with SIMDs), as the fake's KFD would
+    /// report them; `None` for a CPU node or an unknown one.
+    fn segment_apertures(&self, node: NodeId) -> Option<SegmentApertures> {
+        self.topology
+            .nodes
+            .iter()
+            .find(|n| n.properties.node_id == node.get())
+            .filter(|n| n.properties.simd_count > 0)
+            .map(|_| SegmentApertures::AMDKFD_GFX9)
     }
 }
 
@@ -1110,6 +1121,14 @@ impl<P: Platform> TopologySource for FaultInjector<P> {
     fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>> {
         self.check(FaultMethod::IoLink)?;
         self.inner.io_link(index, link)
+    }
+
+    fn xnack_enabled(&self) -> bool {
+        self.inner.xnack_enabled()
+    }
+
+    fn segment_apertures(&self, node: NodeId) -> Option<SegmentApertures> {
+        self.inner.segment_apertures(node)
     }
 }
 

@@ -367,7 +367,10 @@ mod aql {
         /// Creates a queue (`hsa_queue_create`): allocates the ring (aligned to its size) and
         /// the descriptor, initialises `hsa_queue_t`/`amd_queue_t` (type, features, base
         /// address, doorbell signal, size, id; `read_dispatch_id_field_base_byte_offset` 128;
-        /// `IS_PTR64` (+ `ENABLE_PROFILING`); the queue-inactive signal), marks every header
+        /// `IS_PTR64` (+ `ENABLE_PROFILING`); the queue-inactive signal; the group and private
+        /// aperture bases' high halves from
+        /// [`TopologySource::segment_apertures`](crate::platform::TopologySource::segment_apertures),
+        /// when the platform knows them), marks every header
         /// INVALID with both indices 0, then asks the platform for the hardware queue and stores
         /// its doorbell address into the doorbell signal.
         ///
@@ -418,6 +421,12 @@ mod aql {
                     0
                 };
             amd.queue_inactive_signal = SignalHandle(inactive_va.get());
+            if let Some(a) =
+                crate::platform::TopologySource::segment_apertures(&*platform, config.node)
+            {
+                amd.group_segment_aperture_base_hi = (a.group_base >> 32) as u32;
+                amd.private_segment_aperture_base_hi = (a.private_base >> 32) as u32;
+            }
             if let Some((layout, base)) = scratch {
                 layout.fill(base.get(), &mut amd);
             }
@@ -1314,6 +1323,10 @@ mod aql {
             assert_eq!(d.read_dispatch_id_field_base_byte_offset, 128);
             assert_eq!(d.queue_properties, (1 << 1) | (1 << 3)); // IS_PTR64 | ENABLE_PROFILING
             assert_eq!(d.queue_inactive_signal, q.inactive_signal().handle());
+            // The fake's GPU apertures (amdkfd's gfx9: LDS at 1 << 48, scratch at 2 << 48),
+            // bits 63:32 of each base.
+            assert_eq!(d.group_segment_aperture_base_hi, 0x0001_0000);
+            assert_eq!(d.private_segment_aperture_base_hi, 0x0002_0000);
             let db = q.memory.signal_snapshot(DOORBELL_SIGNAL_OFFSET);
             assert_eq!(db.kind, -1); // AMD_SIGNAL_KIND_DOORBELL
             assert_eq!(db.value as u64, q.hw_queue().doorbell_address);

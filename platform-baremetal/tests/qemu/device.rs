@@ -61,6 +61,7 @@ use hsa_core::wire::kiq::{EngineSel, KiqPacket, UnmapQueues};
 use hsa_core::wire::mqd::{V9Mqd, V9_MQD_DWORDS};
 use hsa_core::wire::pm4::Header;
 use hsa_core::{error, Error, GpuVa, Status};
+use hsa_gfx9::aperture::Apertures;
 use hsa_gfx9::exec::DeviceMemory;
 use hsa_gfx9::Gfx9Target;
 use rustix::event::{poll, PollFd, PollFlags};
@@ -519,14 +520,21 @@ impl Device {
 
     /// `SET_VM`: VMID `arg 0`'s page-table base (`arg 1`) and PASID (`arg 2`).
     fn set_vm(&self, st: &mut State) -> Result<(), String> {
-        let (vmid, base, pasid) = (self.arg(0), self.arg(1), self.arg(2));
+        let (vmid, base, pasid, bases) = (self.arg(0), self.arg(1), self.arg(2), self.arg(3));
         if !(1..16).contains(&vmid) || pasid == 0 || pasid > u64::from(u16::MAX) {
             return Err(format!(
                 "SET_VM: VMID {vmid} is not 1..=15 or PASID {pasid:#x} is not 1..=0xffff"
             ));
         }
-        let vm =
-            VmContext::new(&self.ram, base, pasid as u16).map_err(|e| format!("SET_VM: {e}"))?;
+        let runs = Apertures::AMDKFD_GFX9.sh_mem_bases();
+        if bases != u64::from(runs) {
+            return Err(format!(
+                "SET_VM: SH_MEM_BASES {bases:#x}: this device's interpreter runs amdkfd's gfx9 \
+                 apertures ({runs:#x}) only"
+            ));
+        }
+        let vm = VmContext::new(&self.ram, base, pasid as u16, runs)
+            .map_err(|e| format!("SET_VM: {e}"))?;
         st.vms[vmid as usize] = Some(vm);
         Ok(())
     }
@@ -748,6 +756,37 @@ impl Device {
         let ring_p = host(ring, ring_bytes).map_err(|e| format!("ring {ring:#x}: {e}"))?;
         let queue_p = host(amd_queue, AMD_QUEUE_BYTES)
             .map_err(|e| format!("amd_queue_t {amd_queue:#x}: {e}"))?;
+        if let Some(vm) = vm {
+            // The apertures the queue's code is told (ROCR's amd_queue_t fields) must be the
+            // ones SH_MEM_BASES gives its waves.
+            let a = Apertures::from_sh_mem_bases(vm.sh_mem_bases);
+            let word = |off: usize| {
+                // SAFETY: inside the 256 bytes of amd_queue_t reached above, 4-aligned.
+                unsafe { (queue_p.add(off) as *const AtomicU32).as_ref() }
+                    .map_or(0, |w| u32::from_le(w.load(Ordering::Acquire)))
+            };
+            for (field, off, base) in [
+                (
+                    "group_segment_aperture_base_hi",
+                    std::mem::offset_of!(AmdQueue, group_segment_aperture_base_hi),
+                    a.shared_base(),
+                ),
+                (
+                    "private_segment_aperture_base_hi",
+                    std::mem::offset_of!(AmdQueue, private_segment_aperture_base_hi),
+                    a.private_base(),
+                ),
+            ] {
+                let (got, want) = (word(off), (base >> 32) as u32);
+                if got != want {
+                    return Err(format!(
+                        "amd_queue_t {amd_queue:#x}: {field} {got:#x} is not SH_MEM_BASES \
+                         {:#x}'s {want:#x}",
+                        vm.sh_mem_bases
+                    ));
+                }
+            }
+        }
         if ring_p as usize % 64 != 0 || queue_p as usize % 64 != 0 {
             return Err(format!(
                 "ring {ring:#x} or amd_queue_t {amd_queue:#x} is not 64-byte aligned"

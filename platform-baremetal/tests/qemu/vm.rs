@@ -51,6 +51,8 @@ pub struct VmContext {
     root: u64,
     /// The context's PASID (`IH_VMID_<n>_LUT`).
     pub pasid: u16,
+    /// The context's `SH_MEM_BASES`.
+    pub sh_mem_bases: u32,
     /// Page number → the guest-physical page and whether it may be written.
     tlb: RefCell<HashMap<u64, (u64, bool)>>,
 }
@@ -100,11 +102,17 @@ impl VmFault {
 }
 
 impl VmContext {
-    /// The context whose `VM_CONTEXT<n>_PAGE_TABLE_BASE_ADDR` is `base`, of `pasid`.
+    /// The context whose `VM_CONTEXT<n>_PAGE_TABLE_BASE_ADDR` is `base`, of `pasid`, with
+    /// apertures `sh_mem_bases`.
     ///
     /// # Errors
     /// A base that is not a `VALID`, `SYSTEM` PDE naming a page of `ram`.
-    pub fn new(ram: &Mapping, base: u64, pasid: u16) -> Result<VmContext, String> {
+    pub fn new(
+        ram: &Mapping,
+        base: u64,
+        pasid: u16,
+        sh_mem_bases: u32,
+    ) -> Result<VmContext, String> {
         let flags = PteFlags::VALID | PteFlags::SYSTEM;
         let root = base & ADDRESS_MASK;
         if base & flags.bits() != flags.bits() || ram.at(root, PAGE).is_none() {
@@ -115,6 +123,7 @@ impl VmContext {
         Ok(VmContext {
             root,
             pasid,
+            sh_mem_bases,
             tlb: RefCell::new(HashMap::new()),
         })
     }

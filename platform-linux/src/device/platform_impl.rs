@@ -10,7 +10,7 @@ use hsa_core::platform::{
     Cache, Capabilities, Event, HostMemoryRegistration, HwQueue, IoLink, MemoryBank, MemoryChunk,
     MemoryFaultHandler, MemoryFaultReports, MemoryFlags, MemoryKind, MemoryRequest, MemorySharing,
     NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, SdmaQueueRequest,
-    SdmaQueues, SharedMemory, TopologySource, WaitOutcome,
+    SdmaQueues, SegmentApertures, SharedMemory, TopologySource, WaitOutcome,
 };
 use hsa_core::{bail, error, Error, Status};
 use std::mem::offset_of;
@@ -50,6 +50,19 @@ impl TopologySource for LinuxPlatform {
     /// The mode KFD reported at open (see [`LinuxPlatform::with_xnack`]).
     fn xnack_enabled(&self) -> bool {
         self.xnack
+    }
+
+    /// The apertures `GET_PROCESS_APERTURES_NEW` reported for the node's GPU (`lds_base`,
+    /// `scratch_base`); `None` for a CPU node, or when amdkfd reported none.
+    fn segment_apertures(&self, node: NodeId) -> Option<SegmentApertures> {
+        self.gpus
+            .iter()
+            .find(|g| g.node_id == node.get())
+            .filter(|g| g.lds_base != 0 || g.scratch_base != 0)
+            .map(|g| SegmentApertures {
+                group_base: g.lds_base,
+                private_base: g.scratch_base,
+            })
     }
 }
 
