@@ -107,6 +107,46 @@ impl Doorbells {
         ))
     }
 
+    /// Checks the grant against the MEC's doorbell range: the values `lower` and `upper`
+    /// the host programmed into `CP_MEC_DOORBELL_RANGE_LOWER` and `_UPPER` (byte offsets into
+    /// the doorbell aperture of the first and the last doorbell dword the MEC takes, as
+    /// amdgpu's `gfx_v9_0_kiq_init_register` writes `(index * 2) << 2`; bits 1:0 and 31:28
+    /// are not part of the fields). A doorbell outside it never reaches the MEC: its queue
+    /// would never run.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` naming the grant and the range when a granted doorbell lies
+    /// outside it.
+    pub fn within_mec_range(self, lower: u32, upper: u32) -> Result<Doorbells, Error> {
+        const FIELD: u32 = 0x0FFF_FFFC;
+        let (lo, hi) = (u64::from(lower & FIELD), u64::from(upper & FIELD));
+        let stride = DOORBELL_STRIDE_BYTES as u64;
+        let first = u64::from(self.first) * stride;
+        let last = (u64::from(self.first) + u64::from(self.count)).saturating_sub(1) * stride;
+        if self.count == 0 || (lo <= first && last <= hi) {
+            return Ok(self);
+        }
+        Err(Error::lazy(
+            Status::InvalidArgument,
+            [
+                self.first.into(),
+                u64::from(self.first) + u64::from(self.count),
+                lo,
+                hi,
+            ],
+            |&[first, end, lo, hi, ..], f| {
+                write!(
+                    f,
+                    "granted doorbells {first}..{end} (bytes {:#x}..={:#x}) leave the MEC's \
+                     doorbell range {lo:#x}..={hi:#x} (CP_MEC_DOORBELL_RANGE_LOWER/UPPER): \
+                     their queues would never run",
+                    first * 8,
+                    end.saturating_sub(1) * 8
+                )
+            },
+        ))
+    }
+
     /// Whether `index` may serve a compute queue: granted, and not a reserved slot.
     pub fn usable(&self, index: DoorbellIndex) -> bool {
         let reserved = self.reserved.is_some_and(|(lo, hi)| {
@@ -259,5 +299,36 @@ mod tests {
             .unwrap()
             .with_reserved((0x100, 0x18F))
             .is_ok());
+    }
+
+    /// The grant must lie in the MEC's range, each doorbell's byte offset between the two
+    /// registers' fields (both ends taken); bits outside the fields do not count.
+    #[test]
+    fn the_grant_must_lie_in_the_mec_doorbell_range() {
+        let (ap, _bar) = crate::mmio::test_region(256);
+        let grant = |first, count| Doorbells::new(ap, DoorbellIndex(first), count).unwrap();
+        // amdgpu's vega10 range: KIQ 0x00 to USERQUEUE_END 0x8A, (index * 2) << 2.
+        let (lower, upper) = (0, (0x8A * 2) << 2);
+        assert!(grant(0x0B, 0x8A - 0x0B + 1)
+            .within_mec_range(lower, upper)
+            .is_ok());
+        assert!(grant(0, 1).within_mec_range(lower, upper).is_ok());
+        let e = grant(0x0B, 0x8A - 0x0B + 2)
+            .within_mec_range(lower, upper)
+            .unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert_eq!(
+            e.detail().to_string(),
+            "granted doorbells 11..140 (bytes 0x58..=0x458) leave the MEC's doorbell range \
+             0x0..=0x450 (CP_MEC_DOORBELL_RANGE_LOWER/UPPER): their queues would never run"
+        );
+        // Below the lower end; and bits 31:28 and 1:0 of the registers are ignored.
+        assert!(grant(4, 2).within_mec_range(0x28, 0x100).is_err());
+        assert!(grant(5, 2)
+            .within_mec_range(0xF000_002B, 0x3000_0030)
+            .is_ok());
+        assert!(grant(5, 3)
+            .within_mec_range(0xF000_002B, 0x3000_0030)
+            .is_err());
     }
 }

@@ -71,8 +71,8 @@ pub struct CarveOut {
 /// On a gfx9 GPU whose doorbell layout is known, the granted slots that each 8 KiB doorbell
 /// page keeps for SDMA, IH and VCN are never given to a queue, as amdkfd's doorbell bitmap
 /// skips them (`crate::doorbell::reserved_non_cp_slots`); a grant of those slots only is
-/// refused. The MEC's doorbell range (`CP_MEC_DOORBELL_RANGE_LOWER/UPPER`, the host's
-/// register values) is the host's to keep the grant inside: the runtime cannot read it.
+/// refused. A grant outside the MEC's doorbell range (`CP_MEC_DOORBELL_RANGE_LOWER/UPPER`,
+/// which the host programmed and reports with [`Host::mec_doorbell_range`]) is refused too.
 ///
 /// Ref: soc15 doorbells are 64-bit, 8 bytes apart (`AMDGPU_DOORBELL64_*`, amdgpu_doorbell.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -263,6 +263,17 @@ pub unsafe trait Host: Send + Sync {
     /// fail with `Status::InvalidQueueCreation`.
     fn queue_vmid(&self) -> u8 {
         0
+    }
+
+    /// The values the host programmed into `CP_MEC_DOORBELL_RANGE_LOWER` and `_UPPER`: byte
+    /// offsets into the doorbell aperture of the first and last doorbell dword the MEC takes
+    /// (amdgpu's `gfx_v9_0_kiq_init_register` writes `(index * 2) << 2` for the KIQ's and the
+    /// last user queue's doorbells). When given, [`BaremetalPlatform::new`]
+    /// (crate::BaremetalPlatform::new) refuses a doorbell grant that leaves the range
+    /// (`Status::InvalidArgument`, both named): those queues would never run. Default `None`:
+    /// not checked.
+    fn mec_doorbell_range(&self) -> Option<(u32, u32)> {
+        None
     }
 
     /// The `SH_MEM_BASES` value the host programs for [`queue_vmid`](Host::queue_vmid)

@@ -222,6 +222,9 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
                 doorbells = doorbells.with_reserved(r)?;
             }
         }
+        if let Some((lower, upper)) = host.mec_doorbell_range() {
+            doorbells = doorbells.within_mec_range(lower, upper)?;
+        }
         let (ring, wptr, rptr_block) = mmio::host_ih_regions(&host)?;
         let ih = IhRing::new(
             ring,

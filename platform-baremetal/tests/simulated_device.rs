@@ -512,3 +512,28 @@ fn the_mqd_carries_the_hosts_vmid() {
     assert!(e.detail().contains("VMID 16 is past 15"), "{e}");
     assert_eq!(p.host().mapped.lock().unwrap().len(), before);
 }
+
+/// A host whose MEC doorbell range (`CP_MEC_DOORBELL_RANGE_LOWER/UPPER`) holds the grant
+/// (32 doorbells from `FIRST_DOORBELL`) makes a platform; one a doorbell short is refused,
+/// naming the grant and the range.
+#[test]
+fn a_grant_outside_the_mec_doorbell_range_is_refused() {
+    let (first, last) = (8 * FIRST_DOORBELL, 8 * (FIRST_DOORBELL + 31));
+    let host = TestHost::new(HOST);
+    *host.mec_range.lock().unwrap() = Some((first, last));
+    assert!(Plat::new(host).is_ok());
+    let host = TestHost::new(HOST);
+    *host.mec_range.lock().unwrap() = Some((first, last - 8));
+    let e = Plat::new(host).err().unwrap();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    let d = e.detail().to_string();
+    assert!(
+        d.contains(&format!(
+            "granted doorbells {FIRST_DOORBELL}..{} (bytes {first:#x}..={last:#x}) leave the \
+             MEC's doorbell range {first:#x}..={:#x}",
+            FIRST_DOORBELL + 32,
+            last - 8
+        )),
+        "{d}"
+    );
+}

@@ -399,6 +399,13 @@ unsafe impl Host for VmHost {
         GUEST_VMID
     }
 
+    /// The device's MEC takes doorbell [`QUEUE_DOORBELL_INDEX`] only (its dword offset 2,
+    /// byte 8: `(index * 2) << 2` in both registers).
+    fn mec_doorbell_range(&self) -> Option<(u32, u32)> {
+        let at = (QUEUE_DOORBELL_INDEX * 2) << 2;
+        Some((at, at))
+    }
+
     fn ih_filter(&self) -> hsa_baremetal::irq::IhFilter {
         hsa_baremetal::irq::IhFilter {
             first_vmid: GUEST_VMID,

@@ -79,6 +79,8 @@ pub struct TestHost {
     pub spin_ns: AtomicU64,
     /// What `queue_vmid` returns (0 at first, the trait's default).
     pub queue_vmid: AtomicU8,
+    /// What `mec_doorbell_range` returns (`None` at first, the trait's default).
+    pub mec_range: Mutex<Option<(u32, u32)>>,
     start: Instant,
 }
 
@@ -151,6 +153,7 @@ impl TestHost {
             overflow_clears: AtomicU64::new(0),
             spin_ns: AtomicU64::new(u64::MAX),
             queue_vmid: AtomicU8::new(0),
+            mec_range: Mutex::new(None),
             start: Instant::now(),
         }
     }
@@ -236,6 +239,9 @@ unsafe impl Host for TestHost {
                 offset_bytes: self.config.rptr_offset,
             },
         }
+    }
+    fn mec_doorbell_range(&self) -> Option<(u32, u32)> {
+        *lock(&self.mec_range)
     }
     fn queue_vmid(&self) -> u8 {
         self.queue_vmid.load(Ordering::SeqCst)
