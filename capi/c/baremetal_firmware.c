@@ -302,6 +302,11 @@ static void describe(hsa_rt_baremetal_host_t* h) {
       .first = FIRST_DOORBELL,
       .count = DOORBELL_COUNT,
   };
+  /* Version 2: the queues run under VMID 8 with amdkfd's apertures (sh_mem_bases 0), and the
+   * MEC takes exactly the granted doorbells ((index * 2) << 2 in both registers). */
+  h->queue_vmid = 8;
+  h->mec_doorbell_range_lower = (FIRST_DOORBELL * 2u) << 2;
+  h->mec_doorbell_range_upper = ((FIRST_DOORBELL + DOORBELL_COUNT - 1u) * 2u) << 2;
   h->ih_ring = (hsa_rt_baremetal_ih_ring_t){
       .ring_virt_base = (uint64_t)(uintptr_t)ih_ring,
       .ring_size_bytes = IH_BYTES,
@@ -413,8 +418,12 @@ int main(int argc, char** argv) {
 
   hsa_rt_baremetal_host_t host;
   describe(&host);
-  host.version = 2;
+  host.version = 3;
   EXPECT_STATUS(hsa_rt_baremetal_init(&host), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  /* A version-1 host (the struct without the GPU-context fields) is still taken. */
+  describe(&host);
+  host.version = 1;
+  CHECK(hsa_rt_baremetal_init(&host));
   describe(&host);
   host.map_queue = NULL;
   EXPECT_STATUS(hsa_rt_baremetal_init(&host), HSA_STATUS_ERROR_INVALID_ARGUMENT);
@@ -437,6 +446,12 @@ int main(int argc, char** argv) {
   describe(&host);
   host.timestamp_frequency_hz = 0;
   expect_refused(&host, "host timestamp_frequency_hz is 0");
+  describe(&host);
+  host.queue_vmid = 16;
+  expect_refused(&host, "host queue_vmid 16 is past 15");
+  describe(&host);
+  host.mec_doorbell_range_lower = host.mec_doorbell_range_upper + 8;
+  expect_refused(&host, "host mec_doorbell_range_lower");
   /* What only the platform checks fails hsa_init: more doorbells than the aperture holds. */
   describe(&host);
   host.doorbells.count = DOORBELL_BAR_BYTES / 8;
@@ -444,6 +459,12 @@ int main(int argc, char** argv) {
   EXPECT_STATUS(hsa_init(), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   if (!strstr(last_log, "hsa-rt: hsa_init: ") || !strstr(last_log, "doorbell"))
     FAIL("log line: %s", last_log);
+  /* ... and a grant the MEC's doorbell range does not hold (the last doorbell left out). */
+  describe(&host);
+  host.mec_doorbell_range_upper -= 8;
+  CHECK(hsa_rt_baremetal_init(&host));
+  EXPECT_STATUS(hsa_init(), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  if (!strstr(last_log, "leave the MEC's doorbell range")) FAIL("log line: %s", last_log);
   describe(&host);
   CHECK(hsa_rt_baremetal_init(&host));
 
@@ -515,10 +536,17 @@ int main(int argc, char** argv) {
       image[0] != 0xC0310800u || image[128] != (uint32_t)m.mqd_address ||
       image[129] != (uint32_t)(m.mqd_address >> 32) ||
       image[136] != m.mqd.cp_hqd_pq_base_lo || image[143] != m.mqd.cp_hqd_pq_doorbell_control ||
-      image[145] != m.mqd.cp_hqd_pq_control || ((image[145] >> 25) & 3) != 2)
+      image[145] != m.mqd.cp_hqd_pq_control || ((image[145] >> 25) & 3) != 2 ||
+      image[131] != 8)
     FAIL("mqd image at 0x%llx: header 0x%x base 0x%x:%x pq_control 0x%x",
          (unsigned long long)m.mqd_address, image ? image[0] : 0, image ? image[129] : 0,
          image ? image[128] : 0, image ? image[145] : 0);
+  /* The queue runs under the host's VMID (cp_hqd_vmid, dword 131: checked above), and its
+   * amd_queue_t names the apertures of SH_MEM_BASES 0x00010002 (group_segment_aperture_base_hi
+   * at byte 64, private_segment_aperture_base_hi at 68: bits 63:32 of 1 << 48 and 2 << 48). */
+  const uint32_t* amd = (const uint32_t*)(uintptr_t)m.amd_queue;
+  if (amd[64 / 4] != 0x10000u || amd[68 / 4] != 0x20000u)
+    FAIL("amd_queue_t apertures 0x%x 0x%x", amd[64 / 4], amd[68 / 4]);
 
   /* A barrier-AND with no dependencies, completing an interrupt signal. */
   hsa_signal_t done;

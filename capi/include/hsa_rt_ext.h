@@ -70,8 +70,9 @@ hsa_status_t hsa_rt_emulated_register_kernel(uint64_t kernel_object, hsa_rt_host
  * Addresses are plain 64-bit numbers: CPU virtual (virt), physical (phys) or GPU virtual
  * (gpu_va). Sizes are in bytes. Ref: the Rust trait hsa_baremetal::Host, which this mirrors. */
 
-/* The value of hsa_rt_baremetal_host_t.version this library reads. */
-#define HSA_RT_BAREMETAL_HOST_VERSION 1
+/* The value of hsa_rt_baremetal_host_t.version this library reads (it also takes 1: the
+ * struct without the version-2 fields). */
+#define HSA_RT_BAREMETAL_HOST_VERSION 2
 
 /* What a carve-out's memory is. */
 typedef enum {
@@ -212,7 +213,7 @@ typedef struct hsa_rt_baremetal_node_s {
 
 /* What a firmware hands the runtime. NULL optional callbacks mean "nothing to do". A callback
  * returning hsa_status_t reports failure with any status but HSA_STATUS_SUCCESS; the HSA call
- * that caused it then fails with that status. 216 bytes. */
+ * that caused it then fails with that status. 232 bytes (version 1: 216). */
 /* The ih_filter word of hsa_rt_baremetal_host_t: the IH entries of VMIDs first..last (0-15)
  * and, when pasid is not 0, of that PASID only are this runtime's (amdkfd's
  * first_vmid_kfd..last_vmid_kfd on an IH ring shared with amdgpu); the others are skipped.
@@ -282,11 +283,28 @@ typedef struct hsa_rt_baremetal_host_s {
   /* Called after a panic of the library (its message, also given to log) and must not
    * return. Optional: the CPU then spins forever. */
   void (*abort)(void* context, const char* message);
+
+  /* Version 2 on: the GPU context the firmware set up for the runtime's queues. A version-1
+   * host's struct ends before these fields (216 bytes); the runtime then takes their zero
+   * meanings. */
+  /* The VMID the runtime's queues run under (each MQD's cp_hqd_vmid), 0-15. */
+  uint32_t queue_vmid;
+  /* SH_MEM_BASES programmed for that VMID (SHARED_BASE bits 31:16, PRIVATE_BASE 15:0); the
+   * runtime writes the apertures it names into each amd_queue_t. 0: amdkfd's gfx9 value
+   * 0x00010002 (LDS at 1 << 48, scratch at 2 << 48). */
+  uint32_t sh_mem_bases;
+  /* CP_MEC_DOORBELL_RANGE_LOWER and _UPPER as programmed (byte offsets into the doorbell
+   * aperture of the first and last doorbell dword the MEC takes). hsa_init fails with
+   * HSA_STATUS_ERROR_INVALID_ARGUMENT when a granted doorbell lies outside. Both 0: not
+   * checked. */
+  uint32_t mec_doorbell_range_lower;
+  uint32_t mec_doorbell_range_upper;
 } hsa_rt_baremetal_host_t;
 
 /* Registers the host the next hsa_init builds the runtime over (bare-metal build only).
  * Returns HSA_STATUS_ERROR_INVALID_ARGUMENT for a NULL host, a version other than
- * HSA_RT_BAREMETAL_HOST_VERSION, a NULL required callback, timestamp_frequency_hz 0, an
+ * HSA_RT_BAREMETAL_HOST_VERSION or 1, a queue_vmid past 15, a mec_doorbell_range_lower above
+ * its upper, a NULL required callback, timestamp_frequency_hz 0, an
  * ih_filter that is neither 0 nor an HSA_RT_BAREMETAL_IH_FILTER with first <= last, a table
  * pointer that is NULL with a non-zero count, an unknown carve-out kind, a PRIVATE_VRAM
  * carve-out with a virt_base or without clear_device_memory, a CPU-visible carve-out with

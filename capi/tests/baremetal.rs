@@ -118,7 +118,17 @@ fn baremetal_host_layout_matches_the_header() {
         ("offsetof(hsa_rt_baremetal_node_t, cpu_cores_count)", 136),
         ("offsetof(hsa_rt_baremetal_node_t, hive_id)", 264),
         ("offsetof(hsa_rt_baremetal_node_t, mem_banks)", 288),
-        ("sizeof(hsa_rt_baremetal_host_t)", 216),
+        ("sizeof(hsa_rt_baremetal_host_t)", 232),
+        ("offsetof(hsa_rt_baremetal_host_t, queue_vmid)", 216),
+        ("offsetof(hsa_rt_baremetal_host_t, sh_mem_bases)", 220),
+        (
+            "offsetof(hsa_rt_baremetal_host_t, mec_doorbell_range_lower)",
+            224,
+        ),
+        (
+            "offsetof(hsa_rt_baremetal_host_t, mec_doorbell_range_upper)",
+            228,
+        ),
         ("offsetof(hsa_rt_baremetal_host_t, allocate)", 192),
         ("offsetof(hsa_rt_baremetal_host_t, abort)", 208),
         ("offsetof(hsa_rt_baremetal_host_t, doorbells)", 40),
@@ -128,7 +138,7 @@ fn baremetal_host_layout_matches_the_header() {
         ),
         ("offsetof(hsa_rt_baremetal_host_t, map_queue)", 136),
         ("offsetof(hsa_rt_baremetal_host_t, log)", 184),
-        ("HSA_RT_BAREMETAL_HOST_VERSION", 1),
+        ("HSA_RT_BAREMETAL_HOST_VERSION", 2),
         ("offsetof(hsa_rt_baremetal_host_t, ih_filter)", 4),
         // 1 << 31 | first 8 | last 9 << 4 | PASID 0x8001 << 8 (the bit and the rest apart).
         ("(HSA_RT_BAREMETAL_IH_FILTER(8, 9, 0x8001) >> 31)", 1),

@@ -12,8 +12,9 @@ use hsa_core::platform::NAME_CAPACITY;
 pub const IH_FILTER_ON: u32 = 1 << 31;
 
 /// `HSA_RT_BAREMETAL_HOST_VERSION`: the layout of `hsa_rt_baremetal_host_t` this library
-/// reads; the host struct's `version` must equal it.
-pub const HOST_VERSION: u32 = 1;
+/// reads ([`HsaRtBaremetalHostV2`]); a host of version 1 ([`HsaRtBaremetalHost`], without the
+/// GPU-context fields) is read too, the fields' zero meanings standing for them.
+pub const HOST_VERSION: u32 = 2;
 
 /// `hsa_rt_baremetal_memory_kind_t` `HSA_RT_BAREMETAL_SYSTEM_MEMORY`: host DRAM the GPU
 /// reaches over the bus; CPU-visible, identity-mapped for the GPU.
@@ -296,6 +297,30 @@ const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, timestamp_freque
 const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, log) == 184);
 const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, allocate) == 192);
 const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, abort) == 208);
+
+/// `hsa_rt_baremetal_host_t` of version 2: version 1's fields ([`HsaRtBaremetalHost`], which
+/// a version-1 host ends with), then the GPU context the firmware set up for the runtime's
+/// queues. 232 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HsaRtBaremetalHostV2 {
+    /// The version-1 fields.
+    pub base: HsaRtBaremetalHost,
+    /// The VMID of the runtime's queues, 0..=15 (each MQD's `cp_hqd_vmid`;
+    /// `hsa_baremetal::Host::queue_vmid`).
+    pub queue_vmid: u32,
+    /// `SH_MEM_BASES` programmed for that VMID; 0: amdkfd's gfx9 value 0x0001_0002
+    /// (`hsa_baremetal::Host::sh_mem_bases`).
+    pub sh_mem_bases: u32,
+    /// `CP_MEC_DOORBELL_RANGE_LOWER` as programmed (bytes); with `_upper` 0 as well: not
+    /// checked (`hsa_baremetal::Host::mec_doorbell_range`).
+    pub mec_doorbell_range_lower: u32,
+    /// `CP_MEC_DOORBELL_RANGE_UPPER` as programmed (bytes).
+    pub mec_doorbell_range_upper: u32,
+}
+const _: () = assert!(core::mem::size_of::<HsaRtBaremetalHostV2>() == 232);
+const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHostV2, queue_vmid) == 216);
+const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHostV2, mec_doorbell_range_upper) == 228);
 
 /// `hsa_rt_baremetal_host_t.allocate`: `size` bytes aligned to `align` (a power of two) from
 /// the firmware's heap, or NULL.

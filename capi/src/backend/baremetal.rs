@@ -41,6 +41,8 @@ unsafe impl Sync for Context {}
 #[derive(Debug)]
 struct HostConfig {
     raw: HsaRtBaremetalHost,
+    /// The version-2 fields (zero for a version-1 host).
+    gpu: GpuContext,
     context: Context,
     carve_outs: Vec<CarveOut>,
     nodes: Vec<NodeProperties>,
@@ -215,6 +217,21 @@ unsafe impl Host for CHost {
         ih_filter(self.config.raw.ih_filter).unwrap_or(IhFilter::ANY)
     }
 
+    fn queue_vmid(&self) -> u8 {
+        self.config.gpu.queue_vmid
+    }
+
+    fn sh_mem_bases(&self) -> u32 {
+        self.config
+            .gpu
+            .sh_mem_bases
+            .unwrap_or(hsa_core::platform::SegmentApertures::AMDKFD_GFX9.sh_mem_bases())
+    }
+
+    fn mec_doorbell_range(&self) -> Option<(u32, u32)> {
+        self.config.gpu.mec_doorbell_range
+    }
+
     fn ih_overflow_clear(&self) {
         if let Some(f) = self.config.raw.ih_overflow_clear {
             // SAFETY: the firmware's callback with the header's signature (interrupt context
@@ -312,6 +329,43 @@ unsafe fn table<T: Copy>(ptr: *const T, count: u32, what: &str) -> Result<Vec<T>
     Ok(unsafe { core::slice::from_raw_parts(ptr, count as usize) }.to_vec())
 }
 
+/// A version-2 host's GPU context, checked: what `queue_vmid`, `sh_mem_bases` and
+/// `mec_doorbell_range` answer.
+#[derive(Clone, Copy, Debug, Default)]
+struct GpuContext {
+    queue_vmid: u8,
+    sh_mem_bases: Option<u32>,
+    mec_doorbell_range: Option<(u32, u32)>,
+}
+
+impl GpuContext {
+    fn from_c(v2: Option<&HsaRtBaremetalHostV2>) -> Result<GpuContext, Error> {
+        let Some(v2) = v2 else {
+            return Ok(GpuContext::default());
+        };
+        if v2.queue_vmid > 15 {
+            bail!(
+                Status::InvalidArgument,
+                "host queue_vmid {} is past 15",
+                v2.queue_vmid
+            );
+        }
+        let (lower, upper) = (v2.mec_doorbell_range_lower, v2.mec_doorbell_range_upper);
+        if (lower, upper) != (0, 0) && lower & 0x0FFF_FFFC > upper & 0x0FFF_FFFC {
+            bail!(
+                Status::InvalidArgument,
+                "host mec_doorbell_range_lower {lower:#x} is above mec_doorbell_range_upper \
+                 {upper:#x}"
+            );
+        }
+        Ok(GpuContext {
+            queue_vmid: v2.queue_vmid as u8,
+            sh_mem_bases: (v2.sh_mem_bases != 0).then_some(v2.sh_mem_bases),
+            mec_doorbell_range: ((lower, upper) != (0, 0)).then_some((lower, upper)),
+        })
+    }
+}
+
 /// The IH filter a C host's `ih_filter` word describes (see [`HsaRtBaremetalHost::ih_filter`]).
 ///
 /// # Errors
@@ -341,14 +395,18 @@ impl HostConfig {
     ///
     /// # Safety
     /// The struct's table pointers are valid for their counts (the header's contract).
-    unsafe fn from_c(raw: &HsaRtBaremetalHost) -> Result<HostConfig, Error> {
-        if raw.version != HOST_VERSION {
+    unsafe fn from_c(
+        raw: &HsaRtBaremetalHost,
+        v2: Option<&HsaRtBaremetalHostV2>,
+    ) -> Result<HostConfig, Error> {
+        if raw.version != HOST_VERSION && raw.version != 1 {
             bail!(
                 Status::InvalidArgument,
-                "host version {} is not HSA_RT_BAREMETAL_HOST_VERSION {HOST_VERSION}",
+                "host version {} is not HSA_RT_BAREMETAL_HOST_VERSION {HOST_VERSION} (or 1)",
                 raw.version
             );
         }
+        let gpu = GpuContext::from_c(v2)?;
         let required = [
             ("map_queue", raw.map_queue.is_some()),
             ("unmap_queue", raw.unmap_queue.is_some()),
@@ -480,6 +538,7 @@ impl HostConfig {
         }
         Ok(HostConfig {
             raw: *raw,
+            gpu,
             context: Context(raw.context),
             carve_outs,
             nodes,
@@ -620,9 +679,12 @@ fn log_line(line: &str) {
 ///
 /// # Safety
 /// `host`'s tables are valid for their counts and it keeps the promises `hsa_rt_ext.h` lists.
-pub(crate) unsafe fn register(host: &HsaRtBaremetalHost) -> Result<(), Error> {
+pub(crate) unsafe fn register(
+    host: &HsaRtBaremetalHost,
+    v2: Option<&HsaRtBaremetalHostV2>,
+) -> Result<(), Error> {
     // SAFETY: the caller's contract covers the struct and its tables.
-    let config = unsafe { HostConfig::from_c(host) }?;
+    let config = unsafe { HostConfig::from_c(host, v2) }?;
     install_host_logger(&config.raw);
     *HOST.write() = Some(Arc::new(config));
     Ok(())

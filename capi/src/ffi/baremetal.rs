@@ -40,8 +40,16 @@ pub unsafe extern "C" fn hsa_rt_baremetal_init(host: *const HsaRtBaremetalHost) 
                  last hsa_shut_down"
             );
         }
-        // SAFETY: non-NULL; the caller's contract covers the struct and its tables.
-        unsafe { backend::baremetal::register(&*host) }?;
+        // SAFETY: non-NULL; the caller's contract covers the struct (of the size its
+        // version gives: version 2's when it says 2) and its tables.
+        unsafe {
+            if (*host).version == crate::abi::HOST_VERSION {
+                let v2 = &*host.cast::<crate::abi::HsaRtBaremetalHostV2>();
+                backend::baremetal::register(&v2.base, Some(v2))
+            } else {
+                backend::baremetal::register(&*host, None)
+            }
+        }?;
         Ok(Status::Success)
     })
 }
