@@ -321,6 +321,65 @@ mod tests {
         }
     }
 
+    /// The image over a matrix of ring sizes, EOP sizes, doorbells, VMIDs and priorities:
+    /// each equals the golden image above with the dwords of those inputs worked out from
+    /// `kfd_mqd_manager_v9.c`'s formulas, independently of the builder: `QUEUE_SIZE`
+    /// log2(ring dwords) - 1 in `cp_hqd_pq_control` (145) beside its fixed AQL bits
+    /// 0x1C01_4500; the ring >> 8 (136/137); the doorbell's dword offset << 2 with
+    /// `DOORBELL_BIF_DROP` and `DOORBELL_EN` (143); the EOP >> 8 (165/166) and
+    /// min(log2(EOP dwords) - 1, 0xA) (167); `cp_hqd_vmid` (131); the pipe priority of
+    /// `pipe_priority_map` (133: 0 for priorities 0-6, 1 for 7-10, 2 for 11-15). Every other
+    /// dword stays the golden image's.
+    #[test]
+    fn images_over_a_matrix_of_inputs_match_the_kfd_formulas() {
+        let golden = ComputeMqd::new(&params()).unwrap().v9_mqd().dwords();
+        let log2 = |v: u64| 63 - v.leading_zeros();
+        let mut images = 0;
+        for ring_bytes in [256u64, 4096, 1 << 20, 1 << 30] {
+            for eop_bytes in [16u64, 4096, 8192, 1 << 16] {
+                for doorbell in [0u32, 3, 511, 0x01FF_FFFF] {
+                    for vmid in [0u32, 8, 15] {
+                        for priority in [0u32, 6, 7, 10, 11, 15] {
+                            let ring = 0x0000_7F12_3400_0000u64;
+                            let eop = 0x0000_0001_0000_0100u64;
+                            let mut p = params();
+                            p.ring = GpuVa(ring);
+                            p.ring_size_bytes = ring_bytes;
+                            p.eop = GpuVa(eop);
+                            p.eop_size_bytes = eop_bytes;
+                            p.doorbell = DoorbellIndex(doorbell);
+                            (p.vmid, p.priority) = (vmid, priority);
+                            let got = ComputeMqd::new(&p).unwrap().v9_mqd().dwords();
+                            let mut want = golden;
+                            want[136] = (ring >> 8) as u32;
+                            want[137] = (ring >> 40) as u32;
+                            want[145] = 0x1C01_4500 | (log2(ring_bytes / 4) - 1);
+                            want[143] = (doorbell * 2) << 2 | 2 | 1 << 30;
+                            want[165] = (eop >> 8) as u32;
+                            want[166] = (eop >> 40) as u32;
+                            want[167] = (log2(eop_bytes / 4) - 1).min(0xA);
+                            want[131] = vmid;
+                            want[133] = match priority {
+                                0..=6 => 0,
+                                7..=10 => 1,
+                                _ => 2,
+                            };
+                            for i in 0..512 {
+                                assert_eq!(
+                                    got[i], want[i],
+                                    "dword {i}: ring {ring_bytes} eop {eop_bytes} doorbell \
+                                     {doorbell} vmid {vmid} priority {priority}"
+                                );
+                            }
+                            images += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(images, 4 * 4 * 4 * 3 * 6);
+    }
+
     /// What a command processor takes from the image (the emulated device's check of an
     /// MQD, [`V9Mqd::load_compute`]): accepted, with the ring, pointers and doorbell given.
     #[test]
