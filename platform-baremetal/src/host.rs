@@ -327,3 +327,74 @@ pub unsafe trait Host: Send + Sync {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A host that gives only what it must: every optional method is the trait's default.
+    struct Bare;
+
+    // SAFETY: it hands out nothing (no carve-out, no doorbell, an empty IH ring description);
+    // the tests only call its defaults.
+    unsafe impl Host for Bare {
+        fn carve_outs(&self) -> &[CarveOut] {
+            &[]
+        }
+        fn clear_device_memory(&self, _: GpuVa, _: u64) -> Result<(), Error> {
+            Ok(())
+        }
+        fn doorbells(&self) -> DoorbellAperture {
+            DoorbellAperture {
+                virt_base: 0,
+                size_bytes: 0,
+                first: DoorbellIndex(0),
+                count: 0,
+            }
+        }
+        unsafe fn map_queue(&self, _: &QueueMapping) -> Result<(), Error> {
+            Ok(())
+        }
+        fn unmap_queue(&self, _: &QueueMapping) -> Result<(), Error> {
+            Ok(())
+        }
+        fn ih_ring(&self) -> IhRingConfig {
+            IhRingConfig {
+                ring_virt_base: 0,
+                ring_size_bytes: 0,
+                wptr_virt: 0,
+                rptr_register: RegisterLocation {
+                    block_virt_base: 0,
+                    block_size_bytes: 0,
+                    offset_bytes: 0,
+                },
+            }
+        }
+        fn wait_for_interrupt(&self, _: u64, _: &dyn Fn() -> bool) {}
+        fn timestamp_ticks(&self) -> u64 {
+            0
+        }
+        fn timestamp_frequency_hz(&self) -> u64 {
+            1
+        }
+        fn nodes(&self) -> &[NodeProperties] {
+            &[]
+        }
+    }
+
+    /// The defaults are what their docs say: queues under VMID 0, amdkfd's gfx9
+    /// `SH_MEM_BASES` 0x0001_0002, no MEC doorbell range to check, every IH entry taken, the
+    /// 20 µs spin, carve-outs already mapped.
+    #[test]
+    fn the_defaults_are_the_documented_values() {
+        let h = Bare;
+        assert_eq!(h.queue_vmid(), 0);
+        assert_eq!(h.sh_mem_bases(), 0x0001_0002);
+        assert_eq!(h.mec_doorbell_range(), None);
+        assert_eq!(h.ih_filter(), crate::irq::IhFilter::ANY);
+        assert_eq!(h.wait_spin_ns(), 20_000);
+        assert!(h.map_memory(GpuVa(0x1000), 4096, &[NodeId(1)]).is_ok());
+        assert_eq!(h.phys_to_virt(PhysAddr(0x1000)), None);
+        assert_eq!(h.virt_to_phys(0x1000), None);
+    }
+}

@@ -643,6 +643,10 @@ fn faults_in_a_vm_with_x2apic() {
         ),
         ("reserved-doorbell", "DOORBELL_OFFSET 0x28 is outside"),
         (
+            "eop-null",
+            "MQD cp_hqd_eop_base_addr_hi:lo is null with EOP_SIZE 0x9",
+        ),
+        (
             "vmid-without-tables",
             "MQD cp_hqd_vmid 5: the firmware gave that VMID no page tables",
         ),

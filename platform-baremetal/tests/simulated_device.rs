@@ -537,3 +537,33 @@ fn a_grant_outside_the_mec_doorbell_range_is_refused() {
         "{d}"
     );
 }
+
+/// The apertures a queue is told are the host's `SH_MEM_BASES` on a GPU node only (none for
+/// the CPU node or an unknown one), and the platform reports memory faults.
+#[test]
+fn gpu_nodes_have_the_hosts_apertures_and_faults_are_reported() {
+    use hsa_core::platform::{SegmentApertures, TopologySource};
+    let p = platform();
+    assert_eq!(
+        p.segment_apertures(NodeId(1)),
+        Some(SegmentApertures {
+            group_base: 1 << 48,
+            private_base: 2 << 48,
+        })
+    );
+    assert_eq!(p.segment_apertures(NodeId(0)), None);
+    assert_eq!(p.segment_apertures(NodeId(5)), None);
+    assert!(p.capabilities().memory_faults.is_some());
+    // A queue's amd_queue_t carries them (bits 63:32).
+    let q = gpu_queue(&p);
+    // SAFETY: the ring's amd_queue_t lives until the queue is destroyed below.
+    let amd = unsafe { q.ring().amd_queue().as_ptr().read_volatile() };
+    assert_eq!(
+        (
+            amd.group_segment_aperture_base_hi,
+            amd.private_segment_aperture_base_hi
+        ),
+        (0x1_0000, 0x2_0000)
+    );
+    q.destroy().unwrap();
+}

@@ -917,8 +917,9 @@ const REFUSED_BATCH_TIMEOUT_NS: u64 = 50_000_000;
 /// 5. MAP_QUEUES packets the device must refuse, each naming what is wrong, and none mapping
 ///    a queue: an MQD with a wrong header, an AQL MQD without `SLOT_BASED_WPTR`, a packet
 ///    whose doorbell differs from its MQD's, an MQD whose doorbell is not the device's, an
-///    MQD whose VMID has no page tables. Each MQD is a good one (hsa-baremetal's, for a queue
-///    at fake addresses) with one field broken, in a page of system memory.
+///    MQD without an EOP buffer, an MQD whose VMID has no page tables. Each MQD is a good one
+///    (hsa-baremetal's, for a queue at fake addresses) with one field broken, in a page of
+///    system memory.
 fn bad_mqds(p: &'static Vm) -> Result<(), Error> {
     use hsa_baremetal::mqd::{ComputeMqd, MqdParams, NORMAL_PRIORITY};
     use hsa_core::wire::kiq::{KiqPacket, MapQueues};
@@ -942,7 +943,7 @@ fn bad_mqds(p: &'static Vm) -> Result<(), Error> {
     })?;
     // (name, the break, the packet's doorbell offset): doorbell 1 is dword offset 2.
     type Break = fn(&mut [u32; 512]);
-    let cases: [(&str, Break, u32); 5] = [
+    let cases: [(&str, Break, u32); 6] = [
         ("header", |d| d[0] = 0xC031_0801, 2),
         ("slot-based-wptr", |d| d[145] &= !(3 << 25), 2),
         ("doorbell-mismatch", |_| {}, 4),
@@ -951,6 +952,8 @@ fn bad_mqds(p: &'static Vm) -> Result<(), Error> {
             |d| d[143] = (d[143] & !(0x3ff_ffff << 2)) | 40 << 2,
             40,
         ),
+        // cp_hqd_eop_base_addr_lo/hi (dwords 165, 166): no EOP buffer.
+        ("eop-null", |d| (d[165], d[166]) = (0, 0), 2),
         // cp_hqd_vmid (dword 131): a VMID the firmware gave no page tables.
         ("vmid-without-tables", |d| d[131] = 5, 2),
     ];

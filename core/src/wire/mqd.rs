@@ -899,7 +899,8 @@ impl V9Mqd {
     /// 48-bit address (any of bits 8-31 of `cp_hqd_pq_base_hi` set); a `cp_hqd_aql_control`
     /// other than 0 and `CONTROL0` = 1, or one that does not match the queue's format;
     /// `DOORBELL_OFFSET` outside `doorbells`; a null read-pointer report or write-pointer poll
-    /// address; `EOP_SIZE` past [`EOP_SIZE_MAX`]; a `header` other than [`V9_MQD_HEADER`];
+    /// address; a null EOP buffer (`cp_hqd_eop_base_addr`) of non-zero `EOP_SIZE`; `EOP_SIZE` past
+    /// [`EOP_SIZE_MAX`]; a `header` other than [`V9_MQD_HEADER`];
     /// an AQL queue whose `SLOT_BASED_WPTR` is not [`SLOT_BASED_WPTR_AQL`].
     pub fn load_compute(
         &self,
@@ -993,6 +994,16 @@ impl V9Mqd {
             crate::bail!(bad, "MQD cp_hqd_pq_wptr_poll_addr is null");
         }
         let eop = cp_hqd::EOP_CONTROL_EOP_SIZE.get(&[self.cp_hqd_eop_control]);
+        // A null EOP address with EOP_SIZE 0 is amdkfd's queue without an EOP buffer (gfx94x
+        // AQL queues: size 0, address 0); with a size, the CP would write end-of-pipe events
+        // at address 0.
+        if self.eop_base() == 0 && eop != 0 {
+            crate::bail!(
+                bad,
+                "MQD cp_hqd_eop_base_addr_hi:lo is null with EOP_SIZE {eop:#x}: the CP would \
+                 write end-of-pipe events at address 0"
+            );
+        }
         if eop > EOP_SIZE_MAX {
             crate::bail!(
                 bad,
@@ -1524,6 +1535,16 @@ mod tests {
             "cp_hqd_pq_wptr_poll_addr",
         );
         refused(&|m| m.cp_hqd_eop_control = 0xB, true, "EOP_SIZE 0xb");
+        refused(
+            &|m| (m.cp_hqd_eop_base_addr_lo, m.cp_hqd_eop_base_addr_hi) = (0, 0),
+            true,
+            "cp_hqd_eop_base_addr_hi:lo is null with EOP_SIZE 0x9",
+        );
+        // No EOP buffer at all (gfx94x's AQL queues: address 0, size 0) is taken.
+        let mut m = good;
+        (m.cp_hqd_eop_base_addr_lo, m.cp_hqd_eop_base_addr_hi) = (0, 0);
+        m.cp_hqd_eop_control = eop_control(0);
+        assert!(m.load_compute(0..2048, true).is_ok());
         refused(
             &|m| m.header = 0xC031_0801,
             true,
