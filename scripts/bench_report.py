@@ -572,7 +572,9 @@ def b9_lines():
     lines = ["", "## B9: hsa-baremetal in a virtual machine", "",
             f"One boot of `hsa-unikernel` in QEMU (TCG, q35, qboot, 1 vCPU) on {b['when']} UTC (load average "
             f"before: {b['load_before']}), its device an `ivshmem-doorbell` whose other end is the test's device "
-            "model (hsa-emu's packet processor and gfx9 interpreter over the shared guest RAM). Times are the "
+            "model (hsa-emu's packet processor and gfx9 interpreter over the shared guest RAM, every access "
+            "translated through the GPU page tables the unikernel built for its VMID, translations kept "
+            "until `INVALIDATE_TLBS`). Times are the "
             f"guest's TSC: median [10th .. 90th percentile] of {b['rounds']} rounds each. The raw and dispatch "
             "rounds alternate (raw first in even rounds, dispatch first in odd ones), so both see the same host, "
             "and both wait the same way: in the queue's blocked completion wait (`AqlQueue::wait_completion`, "
