@@ -16,6 +16,9 @@ pub const DOORBELL_STRIDE_BYTES: usize = 8;
 /// Slots of one doorbell page (64-bit doorbells, 8 KiB): amdkfd's
 /// `KFD_MAX_NUM_OF_QUEUES_PER_PROCESS`.
 pub const DOORBELL_PAGE_SLOTS: u32 = 1024;
+/// Different reserved-slot layouts a grant can carry ([`Doorbells::with_reserved`]).
+pub const MAX_LAYOUTS: usize = 4;
+
 /// amdkfd's `KFD_QUEUE_DOORBELL_MIRROR_OFFSET`: a page's reserved slots repeat this far up.
 pub const DOORBELL_MIRROR_OFFSET: u32 = 512;
 
@@ -44,8 +47,9 @@ pub struct Doorbells {
     aperture: MmioRegion,
     first: u32,
     count: u32,
-    /// [`reserved_non_cp_slots`] of the GPU, when it reserves any.
-    reserved: Option<(u32, u32)>,
+    /// [`reserved_non_cp_slots`] of the GPUs that reserve any (each layout once; gfx9 has
+    /// two).
+    reserved: [Option<(u32, u32)>; MAX_LAYOUTS],
 }
 
 impl Doorbells {
@@ -71,21 +75,29 @@ impl Doorbells {
             aperture,
             first: first.get(),
             count,
-            reserved: None,
+            reserved: [None; MAX_LAYOUTS],
         })
     }
 
     /// The same grant on a GPU whose doorbell pages reserve `reserved` (see
-    /// [`reserved_non_cp_slots`]): those slots and their mirrors are never used.
+    /// [`reserved_non_cp_slots`]): those slots and their mirrors are never used, besides the
+    /// slots earlier calls reserved (GPUs of different layouts sharing the grant).
     ///
     /// # Errors
     /// `Status::InvalidArgument` naming the grant and the reserved slots when every granted
-    /// doorbell is one of them.
+    /// doorbell is reserved, or when more than [`MAX_LAYOUTS`] different layouts were given.
     pub fn with_reserved(self, reserved: (u32, u32)) -> Result<Doorbells, Error> {
-        let d = Doorbells {
-            reserved: Some(reserved),
-            ..self
-        };
+        let mut d = self;
+        if !d.reserved.contains(&Some(reserved)) {
+            let Some(free) = d.reserved.iter_mut().find(|r| r.is_none()) else {
+                return Err(Error::lazy(
+                    Status::InvalidArgument,
+                    [MAX_LAYOUTS as u64],
+                    |&[n, ..], f| write!(f, "more than {n} doorbell layouts reserve slots"),
+                ));
+            };
+            *free = Some(reserved);
+        }
         if (d.first..d.first.saturating_add(d.count)).any(|i| d.usable(DoorbellIndex(i))) {
             return Ok(d);
         }
@@ -149,10 +161,12 @@ impl Doorbells {
 
     /// Whether `index` may serve a compute queue: granted, and not a reserved slot.
     pub fn usable(&self, index: DoorbellIndex) -> bool {
-        let reserved = self.reserved.is_some_and(|(lo, hi)| {
-            let slot = index.get() % DOORBELL_PAGE_SLOTS % DOORBELL_MIRROR_OFFSET;
-            lo <= slot && slot <= hi
-        });
+        let slot = index.get() % DOORBELL_PAGE_SLOTS % DOORBELL_MIRROR_OFFSET;
+        let reserved = self
+            .reserved
+            .iter()
+            .flatten()
+            .any(|&(lo, hi)| lo <= slot && slot <= hi);
         self.contains(index) && !reserved
     }
 
@@ -299,6 +313,33 @@ mod tests {
             .unwrap()
             .with_reserved((0x100, 0x18F))
             .is_ok());
+        // A vega10 and a vega20 sharing the grant: both layouts' slots are kept out, in either
+        // order, and a layout given twice counts once.
+        for both in [
+            all.with_reserved((0xF0, 0xFF))
+                .and_then(|d| d.with_reserved((0x100, 0x18F)))
+                .unwrap(),
+            vega20
+                .with_reserved((0xF0, 0xFF))
+                .and_then(|d| d.with_reserved((0x100, 0x18F)))
+                .unwrap(),
+        ] {
+            for i in [0xF0, 0xFF, 0x100, 0x18F, 0x2F0, 0x38F] {
+                assert!(!usable(&both, i), "{i:#x}");
+            }
+            for i in [0xEF, 0x190, 0x1FF, 0x200] {
+                assert!(usable(&both, i), "{i:#x}");
+            }
+        }
+        let mut d = all;
+        for k in 0..MAX_LAYOUTS as u32 {
+            d = d.with_reserved((k, k)).unwrap();
+        }
+        let e = d.with_reserved((9, 9)).unwrap_err();
+        assert_eq!(
+            e.detail().to_string(),
+            "more than 4 doorbell layouts reserve slots"
+        );
     }
 
     /// The grant must lie in the MEC's range, each doorbell's byte offset between the two
