@@ -196,6 +196,20 @@ impl<M: TableMemory> GpuVm<M> {
         Ok(0)
     }
 
+    /// The PTB holding `va`'s entry, if the directories name one (nothing is made).
+    fn find_ptb(&self, va: u64) -> Result<Option<TablePage>, Error> {
+        let mut page = self.root;
+        for shift in &LEVEL_SHIFTS[..3] {
+            let i = ((va >> shift) as usize) % TABLE_ENTRIES;
+            let entry = self.table(page)?.read64(8 * i).map_err(Error::from)?;
+            match self.next(entry)? {
+                Some(p) => page = p,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(page))
+    }
+
     /// The PTB holding `va`'s entry, its tables made as needed.
     fn ptb_for(&mut self, va: u64) -> Result<TablePage, Error> {
         let mut page = self.root;
@@ -221,8 +235,54 @@ impl<M: TableMemory> GpuVm<M> {
         Ok(page)
     }
 
+    /// Calls `f` with each stretch of `[va, end)` that one PTB maps: its first address, its
+    /// end and the index of its first entry in the PTB (a PTB maps 2 MiB).
+    fn per_ptb(
+        va: u64,
+        end: u64,
+        mut f: impl FnMut(u64, u64, usize) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let span = (TABLE_ENTRIES * TABLE_BYTES) as u64;
+        let mut a = va;
+        while a < end {
+            let stop = ((a / span + 1) * span).min(end);
+            f(a, stop, ((a >> 12) as usize) % TABLE_ENTRIES)?;
+            a = stop;
+        }
+        Ok(())
+    }
+
+    /// Whether any page of `[va, end)` is mapped (`want_mapped` false) or unmapped (true):
+    /// the first such address.
+    fn first_page(&self, va: u64, end: u64, want_mapped: bool) -> Result<Option<u64>, Error> {
+        let mut found = None;
+        Self::per_ptb(va, end, |a, stop, first| {
+            if found.is_some() {
+                return Ok(());
+            }
+            let Some(ptb) = self.find_ptb(a)? else {
+                if want_mapped {
+                    found = Some(a);
+                }
+                return Ok(());
+            };
+            let table = self.table(ptb)?;
+            for (k, page) in (a..stop).step_by(TABLE_BYTES).enumerate() {
+                let valid =
+                    table.read64(8 * (first + k)).map_err(Error::from)? & PteFlags::VALID.bits();
+                if (valid != 0) != want_mapped {
+                    found = Some(page);
+                    break;
+                }
+            }
+            Ok(())
+        })?;
+        Ok(found)
+    }
+
     /// Maps `bytes` from GPU address `va` to `phys` with `flags` (`VALID` is added) and
-    /// memory type `mtype`, 4 KiB pages, making the directory tables it needs.
+    /// memory type `mtype`, 4 KiB pages, making the directory tables it needs. Each PTB is
+    /// reached once per call.
     ///
     /// # Errors
     /// `Status::InvalidArgument` naming the value when `va`, `phys` or `bytes` is not a
@@ -246,30 +306,28 @@ impl<M: TableMemory> GpuVm<M> {
                 "physical address {phys:#x} (+{bytes:#x}) is not 4 KiB aligned or passes 2^48"
             );
         }
-        let mut a = va.get();
-        while a < end {
-            if self.translate(GpuVa(a))? & PteFlags::VALID.bits() != 0 {
-                hsa_core::bail!(
-                    Status::InvalidArgument,
-                    "GPU address {a:#x} is already mapped"
-                );
-            }
-            a += TABLE_BYTES as u64;
+        if let Some(a) = self.first_page(va.get(), end, false)? {
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "GPU address {a:#x} is already mapped"
+            );
         }
-        let mut a = va.get();
-        while a < end {
-            let written = self.ptb_for(a).and_then(|ptb| {
-                let i = ((a >> 12) as usize) % TABLE_ENTRIES;
-                let value = pte(phys + (a - va.get()), flags | PteFlags::VALID, mtype);
-                self.table(ptb)?.write64(8 * i, value).map_err(Error::from)
-            });
-            if let Err(e) = written {
-                if a > va.get() {
-                    let _ = self.unmap(va, a - va.get());
-                }
-                return Err(e);
+        let mut done = va.get();
+        let written = Self::per_ptb(va.get(), end, |a, stop, first| {
+            let ptb = self.ptb_for(a)?;
+            let table = self.table(ptb)?;
+            for (k, page) in (a..stop).step_by(TABLE_BYTES).enumerate() {
+                let value = pte(phys + (page - va.get()), flags | PteFlags::VALID, mtype);
+                table.write64(8 * (first + k), value).map_err(Error::from)?;
             }
-            a += TABLE_BYTES as u64;
+            done = stop;
+            Ok(())
+        });
+        if let Err(e) = written {
+            if done > va.get() {
+                let _ = self.unmap(va, done - va.get());
+            }
+            return Err(e);
         }
         Ok(())
     }
@@ -281,21 +339,19 @@ impl<M: TableMemory> GpuVm<M> {
     /// is not mapped (nothing is written then).
     pub fn unmap(&mut self, va: GpuVa, bytes: u64) -> Result<(), Error> {
         let end = self.check_range(va, bytes)?;
-        let mut a = va.get();
-        while a < end {
-            if self.translate(GpuVa(a))? & PteFlags::VALID.bits() == 0 {
-                hsa_core::bail!(Status::InvalidArgument, "GPU address {a:#x} is not mapped");
+        if let Some(a) = self.first_page(va.get(), end, true)? {
+            hsa_core::bail!(Status::InvalidArgument, "GPU address {a:#x} is not mapped");
+        }
+        Self::per_ptb(va.get(), end, |a, stop, first| {
+            let Some(ptb) = self.find_ptb(a)? else {
+                return Ok(()); // checked above: unreachable
+            };
+            let table = self.table(ptb)?;
+            for k in 0..((stop - a) as usize / TABLE_BYTES) {
+                table.write64(8 * (first + k), 0).map_err(Error::from)?;
             }
-            a += TABLE_BYTES as u64;
-        }
-        let mut a = va.get();
-        while a < end {
-            let ptb = self.ptb_for(a)?;
-            let i = ((a >> 12) as usize) % TABLE_ENTRIES;
-            self.table(ptb)?.write64(8 * i, 0).map_err(Error::from)?;
-            a += TABLE_BYTES as u64;
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// `va + bytes`, after the checks every range gets.
