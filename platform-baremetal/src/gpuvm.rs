@@ -52,8 +52,8 @@ bitflags! {
         const LOG = 1 << 55;
         /// `AMDGPU_PTE_TF`: translate further (a PDB0 entry naming a PTB).
         const TF = 1 << 56;
-        /// `AMDGPU_PTE_NOALLOC`.
-        const NOALLOC = 1 << 58;
+        // No `AMDGPU_PTE_NOALLOC` (bit 58): that is gfx10.3's; on gfx9, bits 57..59 are the
+        // memory type ([`MType`]), which [`pte`] writes.
     }
 }
 
@@ -83,6 +83,8 @@ const PTE_ADDRESS_MASK: u64 = 0x0000_FFFF_FFFF_F000;
 const LEVEL_SHIFTS: [u32; 4] = [39, 30, 21, 12];
 
 /// A page entry: `phys` (4 KiB aligned, below 2^48) with `flags` and memory type `mtype`.
+/// The three parts occupy disjoint bits (address 12..48; flags 0..7 and 51..57; memory type
+/// 57..59).
 pub const fn pte(phys: u64, flags: PteFlags, mtype: MType) -> u64 {
     (phys & PTE_ADDRESS_MASK) | flags.bits() | (mtype as u64) << 57
 }

@@ -268,10 +268,10 @@ pub unsafe trait Host: Send + Sync {
     /// The values the host programmed into `CP_MEC_DOORBELL_RANGE_LOWER` and `_UPPER`: byte
     /// offsets into the doorbell aperture of the first and last doorbell dword the MEC takes
     /// (amdgpu's `gfx_v9_0_kiq_init_register` writes `(index * 2) << 2` for the KIQ's and the
-    /// last user queue's doorbells). When given, [`BaremetalPlatform::new`]
-    /// (crate::BaremetalPlatform::new) refuses a doorbell grant that leaves the range
-    /// (`Status::InvalidArgument`, both named): those queues would never run. Default `None`:
-    /// not checked.
+    /// last user queue's doorbells). When given,
+    /// [`BaremetalPlatform::new`](crate::BaremetalPlatform::new) refuses a doorbell grant that
+    /// leaves the range (`Status::InvalidArgument`, both named): those queues would never run.
+    /// Default `None`: not checked.
     fn mec_doorbell_range(&self) -> Option<(u32, u32)> {
         None
     }
