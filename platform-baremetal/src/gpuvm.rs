@@ -526,6 +526,22 @@ mod tests {
             .map(GpuVa(0x1000), 0, 0, PteFlags::empty(), MType::Nc)
             .unwrap_err();
         assert!(text(e).contains("is empty"));
+        // A physical range may end at 2^48 exactly, not past it.
+        let top = (1u64 << 48) - 0x1000;
+        let e = vm
+            .map(GpuVa(0x40_0000), top, 0x2000, PteFlags::empty(), MType::Nc)
+            .unwrap_err();
+        assert!(text(e).contains("physical address 0xfffffffff000"));
+        // VALID among the caller's flags stays set.
+        vm.map(
+            GpuVa(0x40_0000),
+            top,
+            0x1000,
+            PteFlags::VALID | PteFlags::READABLE,
+            MType::Nc,
+        )
+        .unwrap();
+        assert_eq!(vm.translate(GpuVa(0x40_0000)).unwrap(), top | 0x21);
         vm.unmap(GpuVa(0x20_0000), 0x2000).unwrap();
         assert_eq!(vm.translate(GpuVa(0x20_0000)).unwrap(), 0);
         assert_ne!(vm.translate(va).unwrap(), 0);
