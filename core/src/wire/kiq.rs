@@ -23,7 +23,7 @@
 //! wider than its field ([`WireError::BadValue`]) instead of cutting it.
 
 use super::pm4::{packet3, Header};
-use super::{get_u64, Field, WireError};
+use super::{get_u64, set_u64, Field, WireError};
 
 /// `PACKET3_SET_RESOURCES` (`IT_SET_RESOURCES`).
 pub const OP_SET_RESOURCES: u8 = 0xa0;
@@ -696,9 +696,17 @@ fn put(d: &mut [u32], f: Field, name: &'static str, value: u64) -> Result<(), Wi
     Ok(())
 }
 
-/// Writes a 64-bit value into dwords `lo`, `lo + 1` of `d`.
-fn put_u64(d: &mut [u32], lo: usize, value: u64) {
-    super::set_u64(d, lo, value);
+/// `put(d, FIELD, "PACKET field", packet.field)`, the name made of the packet's and the
+/// field's (the struct field is named as `kfd_pm4_headers_ai.h` names it).
+macro_rules! put {
+    ($d:expr, $packet:ident, $s:ident . $field:ident, $f:expr) => {
+        put(
+            $d,
+            $f,
+            concat!(stringify!($packet), " ", stringify!($field)),
+            $s.$field.into(),
+        )?
+    };
 }
 
 impl KiqPacket {
@@ -759,82 +767,37 @@ impl KiqPacket {
         use field::*;
         match *self {
             KiqPacket::SetResources(s) => {
-                put(
-                    d,
-                    SR_VMID_MASK,
-                    "SET_RESOURCES vmid_mask",
-                    s.vmid_mask.into(),
-                )?;
-                put(
-                    d,
-                    SR_UNMAP_LATENCY,
-                    "SET_RESOURCES unmap_latency",
-                    s.unmap_latency.into(),
-                )?;
+                put!(d, SET_RESOURCES, s.vmid_mask, SR_VMID_MASK);
+                put!(d, SET_RESOURCES, s.unmap_latency, SR_UNMAP_LATENCY);
                 SetResourcesQueueType::from_raw(s.queue_type.into())?;
-                put(
-                    d,
-                    SR_QUEUE_TYPE,
-                    "SET_RESOURCES queue_type",
-                    s.queue_type.into(),
-                )?;
-                put_u64(d, SR_QUEUE_MASK, s.queue_mask);
-                put_u64(d, SR_GWS_MASK, s.gws_mask);
-                put(d, SR_OAC_MASK, "SET_RESOURCES oac_mask", s.oac_mask.into())?;
-                put(
-                    d,
-                    SR_GDS_HEAP_BASE,
-                    "SET_RESOURCES gds_heap_base",
-                    s.gds_heap_base.into(),
-                )?;
-                put(
-                    d,
-                    SR_GDS_HEAP_SIZE,
-                    "SET_RESOURCES gds_heap_size",
-                    s.gds_heap_size.into(),
-                )?;
+                put!(d, SET_RESOURCES, s.queue_type, SR_QUEUE_TYPE);
+                set_u64(d, SR_QUEUE_MASK, s.queue_mask);
+                set_u64(d, SR_GWS_MASK, s.gws_mask);
+                put!(d, SET_RESOURCES, s.oac_mask, SR_OAC_MASK);
+                put!(d, SET_RESOURCES, s.gds_heap_base, SR_GDS_HEAP_BASE);
+                put!(d, SET_RESOURCES, s.gds_heap_size, SR_GDS_HEAP_SIZE);
             }
             KiqPacket::MapProcess(m) => {
-                put(d, MP_PASID, "MAP_PROCESS pasid", m.pasid.into())?;
-                put(
+                put!(d, MAP_PROCESS, m.pasid, MP_PASID);
+                put!(
                     d,
-                    MP_EXEC_CLEANER_SHADER,
-                    "MAP_PROCESS exec_cleaner_shader",
-                    m.exec_cleaner_shader.into(),
-                )?;
-                put(
-                    d,
-                    MP_DEBUG_VMID,
-                    "MAP_PROCESS debug_vmid",
-                    m.debug_vmid.into(),
-                )?;
-                put(d, MP_NEW_DEBUG, "MAP_PROCESS new_debug", m.new_debug.into())?;
-                put(
-                    d,
-                    MP_DIQ_ENABLE,
-                    "MAP_PROCESS diq_enable",
-                    m.diq_enable.into(),
-                )?;
-                put(
-                    d,
-                    MP_PROCESS_QUANTUM,
-                    "MAP_PROCESS process_quantum",
-                    m.process_quantum.into(),
-                )?;
-                put_u64(d, MP_PAGE_TABLE_BASE, m.page_table_base);
+                    MAP_PROCESS,
+                    m.exec_cleaner_shader,
+                    MP_EXEC_CLEANER_SHADER
+                );
+                put!(d, MAP_PROCESS, m.debug_vmid, MP_DEBUG_VMID);
+                put!(d, MAP_PROCESS, m.new_debug, MP_NEW_DEBUG);
+                put!(d, MAP_PROCESS, m.diq_enable, MP_DIQ_ENABLE);
+                put!(d, MAP_PROCESS, m.process_quantum, MP_PROCESS_QUANTUM);
+                set_u64(d, MP_PAGE_TABLE_BASE, m.page_table_base);
                 MP_SH_MEM_BASES.set(d, m.sh_mem_bases);
                 MP_SH_MEM_CONFIG.set(d, m.sh_mem_config);
-                put_u64(d, MP_TBA, m.sq_shader_tba);
-                put_u64(d, MP_TMA, m.sq_shader_tma);
-                put_u64(d, MP_GDS_ADDR, m.gds_addr);
-                put(d, MP_NUM_GWS, "MAP_PROCESS num_gws", m.num_gws.into())?;
-                put(
-                    d,
-                    MP_SDMA_ENABLE,
-                    "MAP_PROCESS sdma_enable",
-                    m.sdma_enable.into(),
-                )?;
-                put(d, MP_NUM_OAC, "MAP_PROCESS num_oac", m.num_oac.into())?;
+                set_u64(d, MP_TBA, m.sq_shader_tba);
+                set_u64(d, MP_TMA, m.sq_shader_tma);
+                set_u64(d, MP_GDS_ADDR, m.gds_addr);
+                put!(d, MAP_PROCESS, m.num_gws, MP_NUM_GWS);
+                put!(d, MAP_PROCESS, m.sdma_enable, MP_SDMA_ENABLE);
+                put!(d, MAP_PROCESS, m.num_oac, MP_NUM_OAC);
                 if m.gds_size >= 1 << 10 {
                     return Err(WireError::BadValue {
                         field: "MAP_PROCESS gds_size",
@@ -843,75 +806,30 @@ impl KiqPacket {
                 }
                 MP_GDS_SIZE.set(d, (m.gds_size & 0x3f).into());
                 MP_GDS_SIZE_HI.set(d, (m.gds_size >> 6).into());
-                put(
-                    d,
-                    MP_NUM_QUEUES,
-                    "MAP_PROCESS num_queues",
-                    m.num_queues.into(),
-                )?;
-                put_u64(d, MP_COMPLETION_SIGNAL, m.completion_signal);
+                put!(d, MAP_PROCESS, m.num_queues, MP_NUM_QUEUES);
+                set_u64(d, MP_COMPLETION_SIGNAL, m.completion_signal);
             }
             KiqPacket::MapQueues(m) => {
                 MapQueueSel::from_raw(m.queue_sel.into())?;
                 MapQueueType::from_raw(m.queue_type.into())?;
-                put(
-                    d,
-                    MQ_EXTENDED_ENGINE_SEL,
-                    "MAP_QUEUES extended_engine_sel",
-                    m.extended_engine_sel.into(),
-                )?;
+                put!(d, MAP_QUEUES, m.extended_engine_sel, MQ_EXTENDED_ENGINE_SEL);
                 if m.extended_engine_sel == 0 {
                     EngineSel::from_raw(m.engine_sel.into())?;
                 }
-                put(d, MQ_QUEUE_SEL, "MAP_QUEUES queue_sel", m.queue_sel.into())?;
-                put(d, MQ_VMID, "MAP_QUEUES vmid", m.vmid.into())?;
-                put(
-                    d,
-                    MQ_GWS_CONTROL_QUEUE,
-                    "MAP_QUEUES gws_control_queue",
-                    m.gws_control_queue.into(),
-                )?;
-                put(d, MQ_QUEUE, "MAP_QUEUES queue", m.queue.into())?;
-                put(d, MQ_PIPE, "MAP_QUEUES pipe", m.pipe.into())?;
-                put(d, MQ_ME, "MAP_QUEUES me", m.me.into())?;
-                put(
-                    d,
-                    MQ_QUEUE_TYPE,
-                    "MAP_QUEUES queue_type",
-                    m.queue_type.into(),
-                )?;
-                put(
-                    d,
-                    MQ_ALLOC_FORMAT,
-                    "MAP_QUEUES alloc_format",
-                    m.alloc_format.into(),
-                )?;
-                put(
-                    d,
-                    MQ_ENGINE_SEL,
-                    "MAP_QUEUES engine_sel",
-                    m.engine_sel.into(),
-                )?;
-                put(
-                    d,
-                    MQ_NUM_QUEUES,
-                    "MAP_QUEUES num_queues",
-                    m.num_queues.into(),
-                )?;
-                put(
-                    d,
-                    MQ_CHECK_DISABLE,
-                    "MAP_QUEUES check_disable",
-                    m.check_disable.into(),
-                )?;
-                put(
-                    d,
-                    MQ_DOORBELL_OFFSET,
-                    "MAP_QUEUES doorbell_offset",
-                    m.doorbell_offset.into(),
-                )?;
-                put_u64(d, MQ_MQD_ADDR, m.mqd_addr);
-                put_u64(d, MQ_WPTR_ADDR, m.wptr_addr);
+                put!(d, MAP_QUEUES, m.queue_sel, MQ_QUEUE_SEL);
+                put!(d, MAP_QUEUES, m.vmid, MQ_VMID);
+                put!(d, MAP_QUEUES, m.gws_control_queue, MQ_GWS_CONTROL_QUEUE);
+                put!(d, MAP_QUEUES, m.queue, MQ_QUEUE);
+                put!(d, MAP_QUEUES, m.pipe, MQ_PIPE);
+                put!(d, MAP_QUEUES, m.me, MQ_ME);
+                put!(d, MAP_QUEUES, m.queue_type, MQ_QUEUE_TYPE);
+                put!(d, MAP_QUEUES, m.alloc_format, MQ_ALLOC_FORMAT);
+                put!(d, MAP_QUEUES, m.engine_sel, MQ_ENGINE_SEL);
+                put!(d, MAP_QUEUES, m.num_queues, MQ_NUM_QUEUES);
+                put!(d, MAP_QUEUES, m.check_disable, MQ_CHECK_DISABLE);
+                put!(d, MAP_QUEUES, m.doorbell_offset, MQ_DOORBELL_OFFSET);
+                set_u64(d, MQ_MQD_ADDR, m.mqd_addr);
+                set_u64(d, MQ_WPTR_ADDR, m.wptr_addr);
             }
             KiqPacket::UnmapQueues(u) => {
                 let (action, queue_sel, engine_sel, count) = match u {
@@ -991,17 +909,12 @@ impl KiqPacket {
                 UQ_NUM_QUEUES.set(d, count.into());
             }
             KiqPacket::QueryStatus(q) => {
-                put(
-                    d,
-                    QS_CONTEXT_ID,
-                    "QUERY_STATUS context_id",
-                    q.context_id.into(),
-                )?;
+                put!(d, QUERY_STATUS, q.context_id, QS_CONTEXT_ID);
                 QS_INTERRUPT_SEL.set(d, q.interrupt_sel as u32);
                 QS_COMMAND.set(d, q.command as u32);
                 d[2] = q.target;
-                put_u64(d, QS_ADDR, q.addr);
-                put_u64(d, QS_DATA, q.data);
+                set_u64(d, QS_ADDR, q.addr);
+                set_u64(d, QS_DATA, q.data);
             }
             KiqPacket::RunList(r) => {
                 if r.ib_base & 3 != 0 {
@@ -1010,29 +923,19 @@ impl KiqPacket {
                         value: r.ib_base,
                     });
                 }
-                put_u64(d, RL_IB_BASE, r.ib_base);
-                put(d, RL_IB_SIZE, "RUN_LIST ib_size", r.ib_size.into())?;
+                set_u64(d, RL_IB_BASE, r.ib_base);
+                put!(d, RUN_LIST, r.ib_size, RL_IB_SIZE);
                 RL_CHAIN.set(d, r.chain.into());
                 RL_OFFLOAD_POLLING.set(d, r.offload_polling.into());
                 RL_CHAINED_RUNLIST_IDLE_DISABLE.set(d, r.chained_runlist_idle_disable.into());
                 RL_VALID.set(d, r.valid.into());
-                put(
-                    d,
-                    RL_PROCESS_CNT,
-                    "RUN_LIST process_cnt",
-                    r.process_cnt.into(),
-                )?;
+                put!(d, RUN_LIST, r.process_cnt, RL_PROCESS_CNT);
             }
             KiqPacket::InvalidateTlbs(t) => {
-                put(d, IT_DST_SEL, "INVALIDATE_TLBS dst_sel", t.dst_sel.into())?;
+                put!(d, INVALIDATE_TLBS, t.dst_sel, IT_DST_SEL);
                 IT_ALL_HUB.set(d, t.all_hub.into());
                 IT_PASID.set(d, t.pasid.into());
-                put(
-                    d,
-                    IT_FLUSH_TYPE,
-                    "INVALIDATE_TLBS flush_type",
-                    t.flush_type.into(),
-                )?;
+                put!(d, INVALIDATE_TLBS, t.flush_type, IT_FLUSH_TYPE);
             }
         }
         Ok(())
