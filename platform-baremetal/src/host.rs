@@ -230,8 +230,11 @@ pub unsafe trait Host: Send + Sync {
     fn ih_ring(&self) -> IhRingConfig;
 
     /// Called by the interrupt path when the IH write pointer reported an overflow
-    /// (`RB_OVERFLOW`); the host clears it (`IH_RB_CNTL.WPTR_OVERFLOW_CLEAR`). Default: nothing.
-    /// Called from interrupt context: must not block.
+    /// (`RB_OVERFLOW`); the host clears it: it writes `IH_RB_CNTL` with `WPTR_OVERFLOW_CLEAR`
+    /// set and then again with it clear, as amdgpu's `vega10_ih_get_wptr` does (the bit left
+    /// set would hide the next overflow). The runtime has already moved its read pointer to
+    /// the oldest entry not overwritten. Default: nothing. Called from interrupt context:
+    /// must not block.
     fn ih_overflow_clear(&self) {}
 
     /// Sleeps the calling CPU until an interrupt may have arrived or `deadline_ticks` (in
