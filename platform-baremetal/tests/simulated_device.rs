@@ -567,3 +567,145 @@ fn gpu_nodes_have_the_hosts_apertures_and_faults_are_reported() {
     );
     q.destroy().unwrap();
 }
+
+/// Faults the memory-fault handler was given, and the last one's address and reason bits.
+static FAULTS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+
+fn record_fault(f: &hsa_core::platform::MemoryFault, _: usize) {
+    FAULTS[1].store(f.address.get(), Ordering::SeqCst);
+    FAULTS[2].store(u64::from(f.reason.bits()), Ordering::SeqCst);
+    FAULTS[0].fetch_add(1, Ordering::SeqCst);
+}
+
+/// The in-process device walks the page tables of a queue's VMID with the VM test's walker:
+/// the host maps its carve-out for VMID 8 with `hsa_baremetal::gpuvm` (tables in a chunk of
+/// the carve-out, by physical address), the device is told the base, and a kernel's store
+/// lands through them; a page unmapped is still reached until the TLB flush, and then the
+/// store faults: a `UTCL2` entry whose page reaches the memory-fault handler exactly, and the
+/// queue stops with `MemoryFault`.
+#[test]
+fn queues_of_a_vmid_reach_memory_through_its_page_tables() {
+    use hsa_baremetal::gpuvm::{GpuVm, MType, PteFlags, TableMemory, TablePage};
+    use hsa_baremetal::Host;
+    use hsa_core::platform::{MemoryFaultHandler, MemoryFaultReason, MemoryFaultReports};
+
+    /// Table pages from a chunk of the carve-out, at their physical addresses.
+    struct ChunkTables {
+        virt: usize,
+        phys: u64,
+        pages: usize,
+        next: usize,
+    }
+    // SAFETY: the pages are a live chunk of the identity-mapped system carve-out, zeroed by
+    // the platform, 4 KiB aligned, used by nothing else while the test runs.
+    unsafe impl TableMemory for ChunkTables {
+        fn alloc_table(&mut self) -> Result<TablePage, Error> {
+            if self.next == self.pages {
+                hsa_core::bail!(Status::OutOfResources, "no table page left");
+            }
+            self.next += 1;
+            Ok(TablePage {
+                phys: self.phys + 4096 * (self.next as u64 - 1),
+                virt: self.virt + 4096 * (self.next - 1),
+            })
+        }
+        fn table_at(&self, phys: u64) -> Option<usize> {
+            let off = phys.checked_sub(self.phys)?;
+            (off % 4096 == 0 && (off / 4096) < self.next as u64).then(|| self.virt + off as usize)
+        }
+    }
+
+    const VMID: u8 = 8;
+    const PASID: u16 = 0x8001;
+    let p = platform();
+    p.host().queue_vmid.store(VMID, Ordering::SeqCst);
+    let dev = SimDevice::new(&p);
+    let tables = p
+        .allocate_memory(&MemoryRequest {
+            node: NodeId(0),
+            kind: MemoryKind::System,
+            size_bytes: 8 * 4096,
+            align_bytes: 4096,
+            flags: MemoryFlags::HOST_ACCESS,
+        })
+        .unwrap();
+    let virt = tables.host_ptr.unwrap().as_ptr() as usize;
+    let mut vm = GpuVm::new(
+        ChunkTables {
+            virt,
+            phys: p.host().virt_to_phys(virt).unwrap().get(),
+            pages: 8,
+            next: 0,
+        },
+        true,
+    )
+    .unwrap();
+    let carve = p.host().carve_outs()[0];
+    let flags = PteFlags::SYSTEM | PteFlags::SNOOPED | PteFlags::READABLE | PteFlags::WRITEABLE;
+    vm.map(
+        carve.gpu_va,
+        carve.phys_base.get(),
+        carve.size_bytes,
+        flags,
+        MType::Uc,
+    )
+    .unwrap();
+    dev.set_vm(VMID, vm.root_pde(), PASID).unwrap();
+    p.set_memory_fault_handler(Some(MemoryFaultHandler {
+        func: record_fault,
+        data: 0,
+    }))
+    .unwrap();
+    // The kernel stores kernarg word 1 at the address in kernarg word 0.
+    dev.register_kernel(KERNEL, |k| {
+        let (at, value) = (k.kernarg_u64(0).unwrap(), k.kernarg_u64(1).unwrap());
+        k.store_u32(at, value as u32);
+    });
+    let target = system_chunk(&p);
+    let kernarg = system_chunk(&p);
+    set_kernarg_u64(&kernarg, target.gpu_va.get() + 8);
+    let pool = SignalPool::new(&p, NodeId(0));
+    let queue = gpu_queue(&p);
+    let mapped = *p.host().mapped.lock().unwrap().last().unwrap();
+    assert_eq!(mapped.mqd.v9_mqd().cp_hqd_vmid, u32::from(VMID));
+    let store = |value: u32| {
+        word(&kernarg, 2).store(value, Ordering::SeqCst);
+        let done = pool.create(1).unwrap();
+        let k = KernelDispatch {
+            completion_signal: done.handle(),
+            ..KernelDispatch::one_dimensional(KERNEL, kernarg.gpu_va, 1, 1)
+        };
+        let mut r = queue.reserve(1).unwrap();
+        let i = r.write_next(&k.emit().unwrap()).unwrap();
+        queue.ring_doorbell(i).unwrap();
+        dev.poll();
+        done.load(LoadOrder::Acquire)
+    };
+    assert_eq!(store(0x1111), 0);
+    assert_eq!(word(&target, 2).load(Ordering::SeqCst), 0x1111);
+    // Unmapped, the page is still reached through the kept translation.
+    vm.unmap(target.gpu_va, 4096).unwrap();
+    assert_eq!(store(0x2222), 0);
+    assert_eq!(word(&target, 2).load(Ordering::SeqCst), 0x2222);
+    // After the flush the store faults: the handler gets exactly that page.
+    dev.invalidate_tlbs(PASID);
+    let before = FAULTS[0].load(Ordering::SeqCst);
+    assert_eq!(store(0x3333), 1, "the faulting dispatch does not complete");
+    assert_eq!(word(&target, 2).load(Ordering::SeqCst), 0x2222);
+    assert_eq!(FAULTS[0].load(Ordering::SeqCst), before + 1);
+    assert_eq!(FAULTS[1].load(Ordering::SeqCst), target.gpu_va.get());
+    assert_eq!(
+        FAULTS[2].load(Ordering::SeqCst),
+        u64::from(MemoryFaultReason::PAGE_NOT_PRESENT.bits())
+    );
+    assert_eq!(dev.vm_faults(), 1);
+    assert_eq!(p.irq_stats().memory_faults, 1);
+    assert_eq!(
+        queue.error().map(|e| e.status()),
+        Some(Status::MemoryFault),
+        "{:?}",
+        dev.errors()
+    );
+    queue.destroy().unwrap();
+    p.set_memory_fault_handler(None).unwrap();
+}

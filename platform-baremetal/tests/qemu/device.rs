@@ -67,7 +67,7 @@ use hsa_gfx9::Gfx9Target;
 use rustix::event::{poll, PollFd, PollFlags};
 
 use crate::protocol::*;
-use crate::vm::{GpuView, VmContext, VmFault};
+use crate::vm::{GpuView, PhysMemory, VmContext, VmFault};
 
 /// LDS per work-group of the device, bytes (gfx9).
 const LDS_BYTES: u32 = 64 * 1024;
@@ -152,6 +152,12 @@ impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: our own mapping, made in `new`; nothing uses it any more.
         let _ = unsafe { rustix::mm::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+impl PhysMemory for Mapping {
+    fn at(&self, addr: u64, len: u64) -> Option<*mut u8> {
+        Mapping::at(self, addr, len)
     }
 }
 

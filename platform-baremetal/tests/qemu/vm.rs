@@ -25,7 +25,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use hsa_baremetal::gpuvm::PteFlags;
 use hsa_baremetal::ih::IhEntry;
@@ -33,7 +33,20 @@ use hsa_baremetal::irq::CLIENT_UTCL2;
 use hsa_core::{error, Status};
 use hsa_gfx9::exec::DeviceMemory;
 
-use crate::device::{GuestMemory, Mapping};
+/// The memory behind the page tables: what a device reaches at a physical (guest-physical,
+/// bus) address. The tables themselves and every page they name are read through it.
+pub trait PhysMemory {
+    /// The host address of `len` bytes at physical `addr`, when all of them are memory.
+    fn at(&self, addr: u64, len: u64) -> Option<*mut u8>;
+
+    /// The aligned 64-bit word at physical `addr`, as an atomic.
+    fn u64(&self, addr: u64) -> Option<&AtomicU64> {
+        let p = self.at(addr, 8).filter(|p| *p as usize % 8 == 0)?;
+        // SAFETY: 8 bytes of the memory (checked), 8-aligned; a device's accesses to it are
+        // atomic or byte copies, as DMA is.
+        Some(unsafe { &*(p as *const AtomicU64) })
+    }
+}
 
 /// `UTCL2_1_0__SRCID__FAULT`: the source id of a GFX-hub page fault.
 pub const SOURCE_UTCL2_FAULT: u8 = 0;
@@ -108,7 +121,7 @@ impl VmContext {
     /// # Errors
     /// A base that is not a `VALID`, `SYSTEM` PDE naming a page of `ram`.
     pub fn new(
-        ram: &Mapping,
+        ram: &dyn PhysMemory,
         base: u64,
         pasid: u16,
         sh_mem_bases: u32,
@@ -137,7 +150,7 @@ impl VmContext {
     ///
     /// # Errors
     /// The [`VmFault`] of a walk that found no page or a page that does not allow the access.
-    pub fn translate(&self, ram: &Mapping, va: u64, write: bool) -> Result<u64, VmFault> {
+    pub fn translate(&self, ram: &dyn PhysMemory, va: u64, write: bool) -> Result<u64, VmFault> {
         let fault = |not_present: bool, why: String| VmFault {
             address: va,
             write,
@@ -185,7 +198,7 @@ impl VmContext {
 
     /// Walks the four levels for `va`: the page's base, its size and its PTE (a PDB0 entry
     /// for a 2 MiB page), or (not present, why).
-    fn walk(&self, ram: &Mapping, va: u64) -> Result<(u64, u64, u64), (bool, String)> {
+    fn walk(&self, ram: &dyn PhysMemory, va: u64) -> Result<(u64, u64, u64), (bool, String)> {
         let mut table = self.root;
         for (level, (shift, name)) in LEVELS.into_iter().enumerate() {
             let at = table + 8 * ((va >> shift) & 511);
@@ -236,7 +249,7 @@ impl VmContext {
     /// contiguous.
     pub fn host_range(
         &self,
-        ram: &Mapping,
+        ram: &dyn PhysMemory,
         va: u64,
         len: u64,
         write: bool,
@@ -271,8 +284,8 @@ impl VmContext {
 /// guest-physical when the queue runs under VMID 0 (no context). The first fault is kept in
 /// [`fault`](GpuView::fault).
 pub struct GpuView<'a> {
-    /// Guest RAM.
-    pub ram: &'a Mapping,
+    /// The physical memory.
+    pub ram: &'a dyn PhysMemory,
     /// The queue's context.
     pub vm: Option<&'a VmContext>,
     /// The first walk that failed.
@@ -281,7 +294,7 @@ pub struct GpuView<'a> {
 
 impl<'a> GpuView<'a> {
     /// A view of `ram` through `vm`.
-    pub fn new(ram: &'a Mapping, vm: Option<&'a VmContext>) -> GpuView<'a> {
+    pub fn new(ram: &'a dyn PhysMemory, vm: Option<&'a VmContext>) -> GpuView<'a> {
         GpuView {
             ram,
             vm,
@@ -326,20 +339,40 @@ impl<'a> GpuView<'a> {
     }
 }
 
+impl GpuView<'_> {
+    /// `len` bytes at physical `phys`, or the memory fault naming the access.
+    fn phys(&self, phys: u64, len: usize, what: &str) -> hsa_core::Result<*mut u8> {
+        self.ram.at(phys, len as u64).ok_or_else(|| {
+            error!(
+                Status::MemoryFault,
+                "memory fault: {what} at physical {phys:#x} ({len} bytes) outside memory"
+            )
+        })
+    }
+}
+
 impl DeviceMemory for GpuView<'_> {
+    /// The host's `CLOCK_MONOTONIC` in nanoseconds (the device's clock).
     fn clock_counter(&self) -> u64 {
-        GuestMemory(self.ram).clock_counter()
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
     }
 
     fn read(&self, addr: u64, buf: &mut [u8]) -> hsa_core::Result<()> {
         self.pieces(addr, buf.len(), false, |phys, at, n| {
-            GuestMemory(self.ram).read(phys, &mut buf[at..at + n])
+            let p = self.phys(phys, n, "read")?;
+            // SAFETY: `n` bytes of the memory (checked); `buf` is our own buffer.
+            unsafe { std::ptr::copy(p, buf[at..].as_mut_ptr(), n) };
+            Ok(())
         })
     }
 
     fn write(&self, addr: u64, data: &[u8]) -> hsa_core::Result<()> {
         self.pieces(addr, data.len(), true, |phys, at, n| {
-            GuestMemory(self.ram).write(phys, &data[at..at + n])
+            let p = self.phys(phys, n, "write")?;
+            // SAFETY: as in `read`; the memory is writable.
+            unsafe { std::ptr::copy(data[at..].as_ptr(), p, n) };
+            Ok(())
         })
     }
 
@@ -350,6 +383,22 @@ impl DeviceMemory for GpuView<'_> {
                 .map_err(|e| self.keep(e))?,
             _ => addr,
         };
-        GuestMemory(self.ram).atomic_rmw_u32(phys, op)
+        let p = self.phys(phys, 4, "atomic")?.cast::<AtomicU32>();
+        if p as usize % 4 != 0 {
+            hsa_core::bail!(
+                Status::MemoryFault,
+                "memory fault: atomic at {addr:#x} is not 4-aligned"
+            );
+        }
+        // SAFETY: 4 aligned bytes of the memory (checked), accessed atomically.
+        let w = unsafe { &*p };
+        let mut old = w.load(Ordering::SeqCst);
+        loop {
+            let new = op(u32::from_le(old)).to_le();
+            match w.compare_exchange_weak(old, new, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => return Ok(u32::from_le(old)),
+                Err(now) => old = now,
+            }
+        }
     }
 }

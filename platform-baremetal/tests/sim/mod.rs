@@ -24,6 +24,13 @@
 //!   `ih_overflow_clear` (`WPTR_OVERFLOW_CLEAR`) clears it at the next write.
 //! - **Kernels**: there is no shader core; a kernel object maps to a registered closure that
 //!   gets a [`KernelCtx`] (the dispatch, kernarg and memory access by GPU address).
+//! - **GPUVM**: a queue whose MQD names a VMID (`cp_hqd_vmid`) the firmware gave page tables
+//!   ([`SimDevice::set_vm`]) reaches its ring, `amd_queue_t`, signals, event mailboxes and
+//!   kernel memory only through them, with the VM test's walker ([`vm`], over the
+//!   carve-outs' physical addresses); a walk that fails writes the GFX hub's `UTCL2` entry
+//!   and raises the interrupt, and the kernel's access fails (its queue stops). Translations
+//!   are kept until [`SimDevice::invalidate_tlbs`]. VMID 0 reaches the carve-outs by GPU
+//!   address, untranslated.
 //!
 //! Device-side memory access is atomic (the platform's side is volatile, as for real MMIO and
 //! DMA; aligned 4- and 8-byte accesses are single-copy atomic on the targets we run on).
@@ -62,12 +69,20 @@ use hsa_core::{Error, EventId, GpuVa, Status};
 #[cfg(test)]
 pub mod host;
 
+/// The GPUVM walker the VM test's device uses too (`tests/qemu/vm.rs`).
+#[path = "../qemu/vm.rs"]
+pub mod vm;
+
+use vm::{PhysMemory, VmContext, VmFault};
+
 /// Hardware queue descriptors (HQDs) the simulated device has.
 pub const MAX_HQDS: usize = 8;
 /// Packets one queue processes before the device looks at the next queue.
 const BATCH_PACKETS: u32 = 64;
 /// `sizeof(amd_queue_t)`, bytes.
 const AMD_QUEUE_BYTES: u64 = 256;
+/// The dword of `cp_hqd_vmid` in `struct v9_mqd`.
+const CP_HQD_VMID_DWORD: usize = 131;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -216,6 +231,15 @@ struct Window {
     size: u64,
 }
 
+/// The CPU-visible carve-outs by physical address: what the page tables name.
+struct PhysWindows(Vec<Window>);
+
+impl PhysMemory for PhysWindows {
+    fn at(&self, addr: u64, len: u64) -> Option<*mut u8> {
+        translate(&self.0, addr, len).map(|p| p as *mut u8)
+    }
+}
+
 fn translate(windows: &[Window], va: u64, len: u64) -> Option<usize> {
     windows.iter().find_map(|w| {
         let off = va.checked_sub(w.gpu)?;
@@ -228,15 +252,28 @@ pub struct KernelCtx<'k> {
     /// The dispatch packet, decoded and validated by the packet processor.
     pub dispatch: &'k DecodedKernelDispatch,
     windows: &'k [Window],
+    /// The queue's GPUVM context and the physical memory, when it has one.
+    vm: Option<(&'k VmContext, &'k PhysWindows)>,
+    /// The first walk that failed.
+    fault: std::cell::RefCell<Option<VmFault>>,
 }
 
 impl KernelCtx<'_> {
-    fn atomic<T>(&self, va: u64) -> Option<&T> {
+    fn atomic<T>(&self, va: u64, write: bool) -> Option<&T> {
         let size = std::mem::size_of::<T>() as u64;
         if va % size != 0 {
             return None;
         }
-        let p = translate(self.windows, va, size)?;
+        let p = match self.vm {
+            Some((vm, phys)) => match vm.translate(phys, va, write) {
+                Ok(pa) => translate(&phys.0, pa, size)?,
+                Err(f) => {
+                    self.fault.borrow_mut().get_or_insert(f);
+                    return None;
+                }
+            },
+            None => translate(self.windows, va, size)?,
+        };
         // SAFETY: `p` lies inside a CPU-visible carve-out, which the host keeps mapped for its
         // whole life (longer than any dispatch), aligned to `size`; device-side accesses to
         // kernel memory are all atomic.
@@ -250,20 +287,20 @@ impl KernelCtx<'_> {
 
     /// Loads the aligned 64-bit word at GPU address `va`; `None` outside CPU-visible memory.
     pub fn load_u64(&self, va: u64) -> Option<u64> {
-        self.atomic::<AtomicU64>(va)
+        self.atomic::<AtomicU64>(va, false)
             .map(|a| a.load(Ordering::Relaxed))
     }
 
     /// Loads the aligned 32-bit word at GPU address `va`; `None` outside CPU-visible memory.
     pub fn load_u32(&self, va: u64) -> Option<u32> {
-        self.atomic::<AtomicU32>(va)
+        self.atomic::<AtomicU32>(va, false)
             .map(|a| a.load(Ordering::Relaxed))
     }
 
     /// Stores the aligned 32-bit `value` at GPU address `va`; `false` outside CPU-visible
     /// memory (nothing stored).
     pub fn store_u32(&self, va: u64, value: u32) -> bool {
-        self.atomic::<AtomicU32>(va)
+        self.atomic::<AtomicU32>(va, true)
             .map(|a| a.store(value, Ordering::Relaxed))
             .is_some()
     }
@@ -316,6 +353,8 @@ impl IhWriter {
 struct SimQueue {
     generation: u64,
     hqd: u8,
+    /// The MQD's `cp_hqd_vmid`.
+    vmid: u8,
     processor: PacketProcessor,
     blocked: bool,
 }
@@ -325,6 +364,12 @@ struct SimQueue {
 pub struct SimDevice<'a, H: SimHost> {
     platform: &'a BaremetalPlatform<H>,
     windows: Vec<Window>,
+    /// The CPU-visible carve-outs by physical address.
+    phys: PhysWindows,
+    /// The GPUVM context of each VMID the firmware set up ([`SimDevice::set_vm`]).
+    vms: Mutex<[Option<VmContext>; 16]>,
+    /// `UTCL2` fault entries written.
+    vm_faults: AtomicU64,
     doorbell_base: usize,
     mailbox_base: u64,
     mailbox_count: u64,
@@ -353,11 +398,26 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
                 })
             })
             .collect();
+        let phys = PhysWindows(
+            host.carve_outs()
+                .iter()
+                .filter_map(|c| {
+                    Some(Window {
+                        gpu: c.phys_base.get(),
+                        virt: c.virt_base?,
+                        size: c.size_bytes,
+                    })
+                })
+                .collect(),
+        );
         let ih = host.ih_ring();
         let mailbox_base = platform.event_mailbox(EventId(0)).map_or(0, |m| m.get());
         SimDevice {
             platform,
             windows,
+            phys,
+            vms: Mutex::new(std::array::from_fn(|_| None)),
+            vm_faults: AtomicU64::new(0),
             doorbell_base: host.doorbells().virt_base,
             mailbox_base,
             mailbox_count: BaremetalPlatform::<H>::EVENT_CAPACITY as u64,
@@ -375,6 +435,77 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
             attached: Mutex::new(HashSet::new()),
             packets: AtomicU64::new(0),
             eop_interrupts: AtomicU64::new(0),
+        }
+    }
+
+    /// The firmware's GPUVM setup of `vmid` (1..=15): its page-table base (the PDB2's PDE,
+    /// `hsa_baremetal::gpuvm::GpuVm::root_pde`, naming memory of a carve-out by physical
+    /// address) and its PASID. Queues whose MQD names `vmid` reach memory through it from
+    /// their next mapping on.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` naming what is wrong with `vmid` or the base.
+    pub fn set_vm(&self, vmid: u8, page_table_base: u64, pasid: u16) -> Result<(), Error> {
+        if !(1..16).contains(&vmid) {
+            hsa_core::bail!(Status::InvalidArgument, "VMID {vmid} is not 1..=15");
+        }
+        let sh_mem_bases = hsa_core::platform::SegmentApertures::AMDKFD_GFX9.sh_mem_bases();
+        let vm = VmContext::new(&self.phys, page_table_base, pasid, sh_mem_bases)
+            .map_err(|e| hsa_core::error!(Status::InvalidArgument, "{e}"))?;
+        lock(&self.vms)[usize::from(vmid)] = Some(vm);
+        Ok(())
+    }
+
+    /// The firmware's `INVALIDATE_TLBS` for `pasid`: drops the translations kept for it.
+    pub fn invalidate_tlbs(&self, pasid: u16) {
+        for vm in lock(&self.vms)
+            .iter()
+            .flatten()
+            .filter(|v| v.pasid == pasid)
+        {
+            vm.invalidate();
+        }
+    }
+
+    /// The PASID of `vmid`'s context (0 for VMID 0 or one without page tables).
+    fn pasid(&self, vmid: u8) -> u16 {
+        lock(&self.vms)
+            .get(usize::from(vmid))
+            .and_then(Option::as_ref)
+            .map_or(0, |v| v.pasid)
+    }
+
+    /// `UTCL2` fault entries written so far.
+    pub fn vm_faults(&self) -> u64 {
+        self.vm_faults.load(Ordering::Relaxed)
+    }
+
+    /// A walk of `vmid`'s tables failed: the GFX hub's `UTCL2` entry, and the interrupt.
+    fn vm_fault(&self, vmid: u8, pasid: u16, fault: &VmFault) {
+        self.vm_faults.fetch_add(1, Ordering::Relaxed);
+        self.inject(&fault.entry(vmid, pasid).encode());
+        self.raise();
+    }
+
+    /// `len` bytes at `va` as queue `vmid` reaches them: through its page tables (a failed
+    /// walk writes its `UTCL2` entry), or by GPU address for VMID 0.
+    fn reach(&self, vmid: u8, va: u64, len: u64) -> Result<usize, String> {
+        if vmid == 0 {
+            return translate(&self.windows, va, len)
+                .ok_or_else(|| format!("{va:#x} (+{len}) is not in CPU-visible memory"));
+        }
+        let vms = lock(&self.vms);
+        let Some(vm) = vms[usize::from(vmid)].as_ref() else {
+            return Err(format!("VMID {vmid} has no page tables"));
+        };
+        match vm.host_range(&self.phys, va, len, true) {
+            Ok(p) => Ok(p as usize),
+            Err(f) => {
+                let pasid = vm.pasid;
+                drop(vms);
+                self.vm_fault(vmid, pasid, &f);
+                Err(format!("VMID {vmid}: {}", f.why))
+            }
         }
     }
 
@@ -424,7 +555,13 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
     }
 
     /// Processor for a newly seen mapping, or an error naming what is attached.
-    fn attach(&self, mapping: &QueueMapping, generation: u64, hqd: u8) -> Result<SimQueue, Error> {
+    fn attach(
+        &self,
+        mapping: &QueueMapping,
+        vmid: u8,
+        generation: u64,
+        hqd: u8,
+    ) -> Result<SimQueue, Error> {
         let size_packets = mapping.ring_size_bytes / 64;
         if !size_packets.is_power_of_two() || size_packets > u64::from(u32::MAX) {
             hsa_core::bail!(
@@ -433,8 +570,12 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
                 mapping.ring_size_bytes
             );
         }
-        let ring = translate(&self.windows, mapping.ring.get(), mapping.ring_size_bytes);
-        let queue = translate(&self.windows, mapping.amd_queue.get(), AMD_QUEUE_BYTES);
+        let ring = self
+            .reach(vmid, mapping.ring.get(), mapping.ring_size_bytes)
+            .ok();
+        let queue = self
+            .reach(vmid, mapping.amd_queue.get(), AMD_QUEUE_BYTES)
+            .ok();
         let (Some(ring), Some(queue)) = (
             ring.and_then(|p| NonNull::new(p as *mut u8)),
             queue.and_then(|p| NonNull::new(p as *mut AmdQueue)),
@@ -465,6 +606,7 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
         Ok(SimQueue {
             generation,
             hqd,
+            vmid,
             processor: PacketProcessor::new(consumer),
             blocked: false,
         })
@@ -494,7 +636,24 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
                     if !lock(&self.attached).insert(generation) {
                         continue; // reported once already
                     }
-                    match self.attach(&mapping, generation, hqd as u8) {
+                    // SAFETY: the image the mapping was taken from (read at map, 4-aligned):
+                    // the platform keeps it until unmap_queue returned, and the HQD lock
+                    // held here keeps the mapping.
+                    let vmid = unsafe {
+                        ((mapping.mqd_virt + 4 * CP_HQD_VMID_DWORD) as *const u32).read_volatile()
+                    };
+                    if vmid > 15 {
+                        lock(&self.errors).push((
+                            db,
+                            hsa_core::error!(
+                                Status::InvalidQueueCreation,
+                                "MQD cp_hqd_vmid {vmid} is past 15"
+                            ),
+                        ));
+                        continue;
+                    }
+                    let vmid = vmid as u8;
+                    match self.attach(&mapping, vmid, generation, hqd as u8) {
                         Ok(q) => v.insert(q),
                         Err(e) => {
                             lock(&self.errors).push((db, e));
@@ -512,6 +671,7 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
                 dev: self,
                 doorbell: db,
                 hqd: q.hqd,
+                vmid: q.vmid,
             };
             loop {
                 match q.processor.process(&ctx, BATCH_PACKETS) {
@@ -549,6 +709,8 @@ struct QueueCtx<'d, 'a, H: SimHost> {
     dev: &'d SimDevice<'a, H>,
     doorbell: u32,
     hqd: u8,
+    /// The queue's VMID (0: untranslated).
+    vmid: u8,
 }
 
 impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
@@ -561,16 +723,41 @@ impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
             );
         };
         let kernarg = dispatch.kernarg_address.get();
-        if kernarg != 0 && translate(&self.dev.windows, kernarg, 8).is_none() {
-            hsa_core::bail!(
-                Status::MemoryFault,
-                "kernarg_address {kernarg:#x} is not in CPU-visible memory"
-            );
+        if kernarg != 0 {
+            if let Err(e) = self.dev.reach(self.vmid, kernarg, 8) {
+                hsa_core::bail!(Status::MemoryFault, "kernarg_address {kernarg:#x}: {e}");
+            }
         }
-        f(&KernelCtx {
+        let vms = lock(&self.dev.vms);
+        let vm = match self.vmid {
+            0 => None,
+            v => Some((
+                vms[usize::from(v)].as_ref().ok_or_else(|| {
+                    hsa_core::error!(Status::MemoryFault, "VMID {v} has no page tables")
+                })?,
+                &self.dev.phys,
+            )),
+        };
+        let pasid = vm.map_or(0, |(v, _)| v.pasid);
+        let ctx = KernelCtx {
             dispatch,
             windows: &self.dev.windows,
-        });
+            vm,
+            fault: std::cell::RefCell::new(None),
+        };
+        f(&ctx);
+        let fault = ctx.fault.take();
+        drop(vms);
+        if let Some(fault) = fault {
+            self.dev.vm_fault(self.vmid, pasid, &fault);
+            hsa_core::bail!(
+                Status::MemoryFault,
+                "memory fault: {} at {:#x}: {}",
+                if fault.write { "write" } else { "read" },
+                fault.address,
+                fault.why
+            );
+        }
         Ok(())
     }
 
@@ -583,14 +770,15 @@ impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
     }
 
     fn resolve_signal(&self, handle: SignalHandle) -> Result<RawSignal, Error> {
-        let ptr = (handle.0 % 64 == 0)
-            .then(|| translate(&self.dev.windows, handle.0, 64))
-            .flatten()
-            .and_then(|p| NonNull::new(p as *mut AmdSignal));
-        let Some(ptr) = ptr else {
+        let ptr = if handle.0 % 64 == 0 {
+            self.dev.reach(self.vmid, handle.0, 64)
+        } else {
+            Err("not 64-byte aligned".into())
+        };
+        let Some(ptr) = ptr.ok().and_then(|p| NonNull::new(p as *mut AmdSignal)) else {
             hsa_core::bail!(
                 Status::InvalidSignal,
-                "signal handle {:#x} is not a 64-byte aligned slot of CPU-visible memory",
+                "signal handle {:#x} is not a 64-byte aligned slot the queue reaches",
                 handle.0
             );
         };
@@ -602,7 +790,7 @@ impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
     fn write_mailbox(&self, mailbox: GpuVa, event_id: u32) -> Result<(), Error> {
         let off = mailbox.get().wrapping_sub(self.dev.mailbox_base);
         let slot = (self.dev.mailbox_base != 0 && off % 8 == 0 && off / 8 < self.dev.mailbox_count)
-            .then(|| translate(&self.dev.windows, mailbox.get(), 8))
+            .then(|| self.dev.reach(self.vmid, mailbox.get(), 8).ok())
             .flatten();
         let Some(slot) = slot else {
             hsa_core::bail!(
@@ -623,6 +811,8 @@ impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
             client_id: CLIENT_GRBM_CP,
             source_id: SOURCE_CP_END_OF_PIPE,
             ring_id: self.hqd,
+            vmid: self.vmid,
+            pasid: self.dev.pasid(self.vmid),
             timestamp: self.dev.platform.timestamp_ticks(),
             src_data: [event_id, 0, 0, 0],
             ..IhEntry::default()
@@ -647,6 +837,8 @@ impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
             client_id: CLIENT_GRBM_CP,
             source_id: SOURCE_CP_BAD_OPCODE,
             ring_id: self.hqd,
+            vmid: self.vmid,
+            pasid: self.dev.pasid(self.vmid),
             src_data: [cp_bad_opcode_context(self.doorbell, code), 0, 0, 0],
             ..IhEntry::default()
         };
