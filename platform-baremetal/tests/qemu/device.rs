@@ -524,7 +524,8 @@ impl Device {
         }
     }
 
-    /// `SET_VM`: VMID `arg 0`'s page-table base (`arg 1`) and PASID (`arg 2`).
+    /// `SET_VM`: VMID `arg 0`'s page-table base (`arg 1`), PASID (`arg 2`) and
+    /// `SH_MEM_BASES` (`arg 3`).
     fn set_vm(&self, st: &mut State) -> Result<(), String> {
         let (vmid, base, pasid, bases) = (self.arg(0), self.arg(1), self.arg(2), self.arg(3));
         if !(1..16).contains(&vmid) || pasid == 0 || pasid > u64::from(u16::MAX) {
