@@ -235,8 +235,10 @@ const _: () = assert!(core::mem::offset_of!(HsaRtNode, mem_banks) == 288);
 /// masked.
 pub type StillWaitingFn = unsafe extern "C" fn(*mut c_void) -> bool;
 
-/// `hsa_rt_baremetal_host_t`: everything the firmware hands the runtime. Callbacks get
-/// `context` first; `NULL` optional callbacks mean "nothing to do".
+/// The fields every version of `HSA_RT_BAREMETAL_HOST_VERSION` has: all of a version-1
+/// host struct (216 bytes), the start of version 2's ([`HsaRtBaremetalHostV2`]): everything
+/// the firmware hands the runtime but the GPU context. Callbacks get `context` first;
+/// `NULL` optional callbacks mean "nothing to do".
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct HsaRtBaremetalHost {
