@@ -388,6 +388,25 @@ mod tests {
         });
     }
 
+    /// An active wait with a timeout on a signal nobody changes ends at its timeout, with the
+    /// unchanged value: it keeps reading the clock (every few polls) past its first polls.
+    #[test]
+    fn an_active_wait_ends_at_its_timeout() {
+        let plat = FakePlatform::new();
+        let pool = SignalPool::new(&plat, NodeId(0));
+        let s = pool.create(1).unwrap();
+        let t = std::time::Instant::now();
+        let v = s.wait(
+            SignalCondition::Eq,
+            0,
+            5_000_000,
+            WaitState::Active,
+            LoadOrder::Acquire,
+        );
+        assert_eq!(v, 1);
+        assert!(t.elapsed() >= std::time::Duration::from_millis(5));
+    }
+
     /// A blocked wait on an interrupt signal spins first (the platform's spin time) and only
     /// then blocks on the signal's event, for the time left (timeout less elapsed).
     #[test]
