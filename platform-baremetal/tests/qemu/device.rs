@@ -205,14 +205,7 @@ impl DeviceMemory for GuestMemory<'_> {
                 "memory fault: atomic at {addr:#x} outside guest RAM or not 4-aligned"
             )
         })?;
-        let mut old = w.load(Ordering::SeqCst);
-        loop {
-            let new = op(u32::from_le(old)).to_le();
-            match w.compare_exchange_weak(old, new, Ordering::SeqCst, Ordering::SeqCst) {
-                Ok(_) => return Ok(u32::from_le(old)),
-                Err(now) => old = now,
-            }
-        }
+        Ok(crate::vm::rmw_u32(w, op))
     }
 }
 

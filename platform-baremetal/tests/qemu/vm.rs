@@ -391,14 +391,19 @@ impl DeviceMemory for GpuView<'_> {
             );
         }
         // SAFETY: 4 aligned bytes of the memory (checked), accessed atomically.
-        let w = unsafe { &*p };
-        let mut old = w.load(Ordering::SeqCst);
-        loop {
-            let new = op(u32::from_le(old)).to_le();
-            match w.compare_exchange_weak(old, new, Ordering::SeqCst, Ordering::SeqCst) {
-                Ok(_) => return Ok(u32::from_le(old)),
-                Err(now) => old = now,
-            }
+        Ok(rmw_u32(unsafe { &*p }, op))
+    }
+}
+
+/// Applies `op` to the little-endian word `w` atomically (a compare-exchange loop), as a
+/// device's atomic does; the old value.
+pub fn rmw_u32(w: &AtomicU32, op: &mut dyn FnMut(u32) -> u32) -> u32 {
+    let mut old = w.load(Ordering::SeqCst);
+    loop {
+        let new = op(u32::from_le(old)).to_le();
+        match w.compare_exchange_weak(old, new, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => return u32::from_le(old),
+            Err(now) => old = now,
         }
     }
 }
