@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use hsa_emu::device::{builtin_topology, EmulatedKfd, BUILTIN_GPU_ID};
+use hsa_emu::device::{builtin_topology, builtin_topology_for, EmulatedKfd, BUILTIN_GPU_ID};
 use hsa_emu::ExecutionMode;
 use hsa_linux::kfd::abi::*;
 use hsa_linux::kfd::calls::{self, plain_ioctl};
@@ -34,7 +34,11 @@ struct Setup {
 }
 
 fn setup() -> Setup {
-    let d = EmulatedKfd::new(builtin_topology()).unwrap();
+    setup_with(builtin_topology())
+}
+
+fn setup_with(topology: hsa_linux::topology::Topology) -> Setup {
+    let d = EmulatedKfd::new(topology).unwrap();
     d.set_execution_mode(ExecutionMode::HostOnly);
     let arena = Box::new(Arena([0; 8192]));
     let base = &*arena as *const Arena as u64;
@@ -179,6 +183,18 @@ fn expected(q: &CreateQueueArgs, qid: u32) -> [u32; 512] {
     d
 }
 
+/// UPDATE_QUEUE of queue `qid` (a 4 KiB ring at the arena's start, 100 %) to `priority`.
+fn update_priority(s: &Setup, qid: u32, priority: u32) {
+    let mut u = UpdateQueueArgs {
+        ring_base_address: s.base,
+        queue_id: qid,
+        ring_size: 4096,
+        queue_percentage: 100,
+        queue_priority: priority,
+    };
+    plain_ioctl(&*s.d, &mut u).unwrap();
+}
+
 fn check(s: &Setup, qid: u32, want: &[u32; 512]) {
     let got = s.d.mqd(qid).expect("a compute queue has an MQD").dwords();
     // Dwords 128/129: the MQD's own address, where the device keeps it: 4-byte aligned,
@@ -223,14 +239,7 @@ fn update_queue_rewrites_the_pipe_priority() {
     let s = setup();
     let (qid, mut a) = create(&s, 4096, 7, 0, false);
     check(&s, qid, &expected(&a, qid));
-    let mut u = UpdateQueueArgs {
-        ring_base_address: s.base,
-        queue_id: qid,
-        ring_size: 4096,
-        queue_percentage: 100,
-        queue_priority: 15,
-    };
-    plain_ioctl(&*s.d, &mut u).unwrap();
+    update_priority(&s, qid, 15);
     a.queue_priority = 15;
     check(&s, qid, &expected(&a, qid));
 }
@@ -252,6 +261,49 @@ fn set_cu_mask_writes_the_static_thread_mgmt_words() {
     want[24] = 1 << 1;
     want[42] = 1 << 12;
     check(&s, qid, &want);
+}
+
+/// On GC 9.4.3 (gfx942) amdkfd makes a queue's MQDs with `init_mqd_v9_4_3`, one per XCC of
+/// the partition (two here); the emulated GPU runs the queue from the master XCC's, whose
+/// dwords differ from the gfx90a image: `compute_current_logic_xcc_id` (39) = (the node's
+/// logical XCC start, one more per queue) % 2; `compute_tg_chunk_size` (41) 1;
+/// `cp_mqd_stride_size` (226) = `mqd_stride_v9` with CWSR: the control stack page-aligned
+/// plus a page; `cp_hqd_pq_control` (145) without `NO_UPDATE_RPTR` (bit 27), the master's CP
+/// reporting the read pointer. UPDATE_QUEUE (`update_mqd_v9_4_3`) keeps them; SET_CU_MASK
+/// writes SE0-SE3's masks only.
+#[test]
+fn gfx942_queues_run_from_the_master_xccs_mqd() {
+    let mut t = builtin_topology_for(90402).unwrap();
+    t.nodes[1].properties.num_xcc = 2;
+    let s = setup_with(t);
+    let xcc = |a: &CreateQueueArgs, qid: u32, logical: u32| {
+        let mut w = expected(a, qid);
+        w[39] = logical;
+        w[41] = 1;
+        w[226] = a.ctl_stack_size.next_multiple_of(4096) + 4096;
+        w[145] &= !(1 << 27);
+        w
+    };
+    let (q0, a0) = create(&s, 4096, 7, 0, true);
+    let (q1, mut a1) = create(&s, 4096, 7, 1, false);
+    let (q2, a2) = create(&s, 1024, 7, 2, false);
+    check(&s, q0, &xcc(&a0, q0, 0));
+    check(&s, q1, &xcc(&a1, q1, 1));
+    check(&s, q2, &xcc(&a2, q2, 0));
+    assert_eq!(xcc(&a0, q0, 0)[226], 0x2000);
+    update_priority(&s, q1, 15);
+    a1.queue_priority = 15;
+    check(&s, q1, &xcc(&a1, q1, 1));
+    // The MI210 shape: user bit i is CU i / 8 of engine i % 8; bits 0 and 9 land on SE0 and
+    // SE1, bit 103 on SE7 (its CU 12), which these GPUs' MQD cannot hold: dword 42 stays
+    // all-ones.
+    calls::set_cu_mask(&*s.d, q2, &[1 | 1 << 9, 0, 0, 1 << 7]).unwrap();
+    let mut want = xcc(&a2, q2, 0);
+    want[23] = 1;
+    want[24] = 1 << 1;
+    want[26] = 0;
+    want[27] = 0;
+    check(&s, q2, &want);
 }
 
 /// SET_TRAP_HANDLER before CREATE_QUEUE changes nothing in the MQD (TRAP_PRESENT is set

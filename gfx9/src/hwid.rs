@@ -35,14 +35,11 @@ use super::Gfx9Target;
 /// "Hardware registers") reads on the emulated GPU: 0, the one XCC it models (module docs).
 pub const XCC_ID: u32 = 0;
 
-/// Most shader engines an HQD has enable masks for (`COMPUTE_STATIC_THREAD_MGMT_SE0..SE7`).
-pub const MAX_SHADER_ENGINES: usize = 8;
-
-/// Most shader arrays per engine a mask word covers (16 bits each).
-pub const MAX_SHADER_ARRAYS_PER_ENGINE: usize = 2;
-
-/// Most CUs per shader array a mask word covers.
-pub const MAX_CUS_PER_SHADER_ARRAY: usize = 16;
+/// The enable-mask limits of an HQD (`COMPUTE_STATIC_THREAD_MGMT_SE0..SE7`: 8 engines, 2
+/// arrays of 16 CUs a word), defined with the CU mask rule in hsa-core.
+pub use hsa_core::wire::cu_mask::{
+    MAX_CUS_PER_SHADER_ARRAY, MAX_SHADER_ARRAYS_PER_ENGINE, MAX_SHADER_ENGINES,
+};
 
 /// One compute unit: shader engine, shader array within it, CU within the array.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]

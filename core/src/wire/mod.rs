@@ -12,7 +12,7 @@
 //!   `UNMAP_QUEUES`, `QUERY_STATUS`, `SET_RESOURCES`, `MAP_PROCESS`, `RUN_LIST`,
 //!   `INVALIDATE_TLBS`);
 //! - [`mqd`]: the gfx9 memory queue descriptor (`struct v9_mqd`) a compute queue is loaded
-//!   from.
+//!   from, and [`cu_mask`]: how a queue's CU mask becomes its per-engine enable masks.
 //!
 //! Both sides use them: hsa-core and the backends produce (`crate::sdma`, `crate::image`,
 //! `hsa_baremetal::mqd`), and the emulated device (hsa-emu) consumes through the same views.
@@ -32,6 +32,7 @@ use core::fmt;
 
 use crate::{Error, Status};
 
+pub mod cu_mask;
 pub mod gfx9_rsrc;
 pub mod kiq;
 pub mod mqd;

@@ -488,8 +488,14 @@ pub struct V9Mqd {
     pub iqtimer_pkt_dw30: u32,
     /// Dword 224: `iqtimer_pkt_dw31`.
     pub iqtimer_pkt_dw31: u32,
-    /// Dwords 225..228: reserved (`reserved_225` .. `reserved_227`).
-    pub reserved_225: [u32; 3],
+    /// Dword 225: reserved before GC 9.4.3; `pm4_target_xcc_in_xcp` there (the XCC of its
+    /// partition a PM4 queue's packets run on).
+    pub pm4_target_xcc_in_xcp: u32,
+    /// Dword 226: reserved before GC 9.4.3; `cp_mqd_stride_size` there (bytes from one XCC's
+    /// MQD of the queue to the next).
+    pub cp_mqd_stride_size: u32,
+    /// Dword 227: reserved (`reserved_227`).
+    pub reserved_227: u32,
     /// Dword 228: `set_resources_header`.
     pub set_resources_header: u32,
     /// Dword 229: `set_resources_dw1`.
@@ -772,6 +778,60 @@ pub const QUEUE_SIZE_MAX: u32 = 28;
 /// (`kfd_mqd_manager_v9.c`'s comment).
 pub const EOP_SIZE_MAX: u32 = 0xA;
 
+/// Whether a GPU of `gfx_target_version` gives each queue one MQD per XCC of its partition:
+/// GC 9.4.3 (gfx940, gfx941, gfx942; GC 9.4.4 is also gfx942) and 9.5.0 (gfx950), whose
+/// queues amdkfd makes with `init_mqd_v9_4_3` ([`V9Mqd::amdkfd_xcc`]).
+pub const fn has_xcc_mqds(gfx_target_version: u32) -> bool {
+    matches!(gfx_target_version, 90400..=90402 | 90500)
+}
+
+/// `sizeof(struct v9_mqd)`, bytes: amdkfd's per-XCC MQD stride without CWSR.
+pub const V9_MQD_BYTES: u32 = 2048;
+
+/// Which of a queue's per-XCC MQDs an image is, on a GPU [`has_xcc_mqds`] names: the queue
+/// has one MQD per XCC of its partition, `stride_bytes` apart from XCC 0's, each loaded on its
+/// XCC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XccMqd {
+    /// This XCC within the partition: 0 is the master XCC, whose CP reports the read pointer.
+    pub index: u32,
+    /// XCCs in the partition (`NUM_XCC(xcc_mask)`; the node's `num_xcc`): 1 to 8.
+    pub count: u32,
+    /// amdkfd's `current_logical_xcc_start` when the queue was made (it counts up by one per
+    /// queue of the node): XCC `index` gets logical id `(logical_start + index) % count`
+    /// (`compute_current_logic_xcc_id`), spreading queues' first work-groups over the XCCs.
+    pub logical_start: u32,
+    /// Bytes from one XCC's MQD to the next (`cp_mqd_stride_size`, amdkfd's `mqd_stride_v9`):
+    /// [`V9_MQD_BYTES`] without CWSR, the control stack page-aligned plus a page with it; a
+    /// multiple of 256 of at least 2048.
+    pub stride_bytes: u32,
+}
+
+impl XccMqd {
+    /// # Errors
+    /// `Status::InvalidQueueCreation` for a count outside 1..=8, an index not below it, or a
+    /// stride under 2048 bytes or not a multiple of 256.
+    pub fn check(&self) -> crate::Result<()> {
+        let bad = crate::Status::InvalidQueueCreation;
+        if !(1..=8).contains(&self.count) || self.index >= self.count {
+            crate::bail!(
+                bad,
+                "XCC {} of {}: the count is not 1..=8 or the index not below it",
+                self.index,
+                self.count
+            );
+        }
+        if self.stride_bytes < V9_MQD_BYTES || self.stride_bytes % 256 != 0 {
+            crate::bail!(
+                bad,
+                "MQD stride {:#x} is under 2048 bytes or not a multiple of 256",
+                self.stride_bytes
+            );
+        }
+        Ok(())
+    }
+}
+
 /// The dwords of `compute_static_thread_mgmt_se0..7` (`v9_structs.h`), engine order: the one
 /// list [`V9Mqd::set_cu_masks`] and [`V9Mqd::cu_masks`] go through.
 pub const CU_MASK_DWORDS: [usize; 8] = [23, 24, 26, 27, 39, 40, 41, 42];
@@ -866,6 +926,55 @@ impl V9Mqd {
         }
         m.cp_hqd_pipe_priority =
             PIPE_PRIORITY.with(0, PIPE_PRIORITY_MAP[p.priority.min(15) as usize]);
+    }
+
+    /// What amdkfd's `init_mqd_v9_4_3` adds to [`V9Mqd::amdkfd_compute`]'s image for XCC `x`
+    /// of a queue on a GPU [`has_xcc_mqds`] names: `cp_mqd_stride_size` = `x.stride_bytes`,
+    /// then [`V9Mqd::amdkfd_xcc_update`]. For an AQL queue `compute_current_logic_xcc_id`
+    /// (dword 39, SE4's mask on other GPUs) = `(logical_start + index) % count`; for a PM4 queue
+    /// it is 0 and `pm4_target_xcc_in_xcp` = `pm4_target_xcc`. The caller sets the MQD's own
+    /// address (`cp_mqd_base_addr`) to this XCC's copy.
+    ///
+    /// # Errors
+    /// As [`XccMqd::check`]; nothing is written then.
+    pub fn amdkfd_xcc(&mut self, x: &XccMqd, aql: bool, pm4_target_xcc: u32) -> crate::Result<()> {
+        x.check()?;
+        self.cp_mqd_stride_size = x.stride_bytes;
+        self.compute_static_thread_mgmt_se4 = if aql {
+            (x.logical_start % x.count + x.index) % x.count
+        } else {
+            0
+        };
+        self.amdkfd_xcc_update(x.index, aql, pm4_target_xcc);
+        Ok(())
+    }
+
+    /// What amdkfd's `update_mqd_v9_4_3` adds to [`V9Mqd::amdkfd_update_compute`] for XCC
+    /// `index` (after it, which sets `NO_UPDATE_RPTR` for AQL): for an AQL queue
+    /// `compute_tg_chunk_size` (dword 41, SE6's mask on other GPUs) 1, and the master XCC's
+    /// (index 0) `NO_UPDATE_RPTR` cleared, its CP being the one that reports the read pointer;
+    /// for a PM4 queue `compute_tg_chunk_size` and `compute_current_logic_xcc_id` 0 and
+    /// `pm4_target_xcc_in_xcp` = `pm4_target_xcc`.
+    pub fn amdkfd_xcc_update(&mut self, index: u32, aql: bool, pm4_target_xcc: u32) {
+        if aql {
+            self.compute_static_thread_mgmt_se6 = 1;
+            if index == 0 {
+                self.cp_hqd_pq_control =
+                    cp_hqd::PQ_CONTROL_NO_UPDATE_RPTR.with(self.cp_hqd_pq_control, 0);
+            }
+        } else {
+            self.compute_static_thread_mgmt_se4 = 0;
+            self.compute_static_thread_mgmt_se6 = 0;
+            self.pm4_target_xcc_in_xcp = pm4_target_xcc;
+        }
+    }
+
+    /// amdkfd's `update_cu_mask` on a GPU [`has_xcc_mqds`] names: only SE0..SE3's masks
+    /// (`compute_static_thread_mgmt_se0..3`); dwords 39-42 hold other fields there.
+    pub fn set_xcc_cu_masks(&mut self, se_mask: [u32; 4]) {
+        let mut all = self.cu_masks();
+        all[..4].copy_from_slice(&se_mask);
+        self.set_cu_masks(all);
     }
 
     /// amdkfd's `update_cu_mask` (v9): the per-engine CU enable masks (`se_mask`, as
@@ -1226,7 +1335,9 @@ const _: () = {
     assert!(offset_of!(V9Mqd, iqtimer_pkt_dw29) == dword(222));
     assert!(offset_of!(V9Mqd, iqtimer_pkt_dw30) == dword(223));
     assert!(offset_of!(V9Mqd, iqtimer_pkt_dw31) == dword(224));
-    assert!(offset_of!(V9Mqd, reserved_225) == dword(225));
+    assert!(offset_of!(V9Mqd, pm4_target_xcc_in_xcp) == dword(225));
+    assert!(offset_of!(V9Mqd, cp_mqd_stride_size) == dword(226));
+    assert!(offset_of!(V9Mqd, reserved_227) == dword(227));
     assert!(offset_of!(V9Mqd, set_resources_header) == dword(228));
     assert!(offset_of!(V9Mqd, set_resources_dw1) == dword(229));
     assert!(offset_of!(V9Mqd, set_resources_dw2) == dword(230));
@@ -1294,6 +1405,94 @@ mod tests {
         let mut off = m;
         off.cp_hqd_pq_doorbell_control = 0x18;
         assert_eq!(off.doorbell_dword_offset(), None);
+    }
+
+    /// `init_mqd_v9_4_3`/`update_mqd_v9_4_3`'s per-XCC dwords, by hand: an AQL queue's
+    /// master XCC (index 0 of 2, logical start 1) gets `compute_current_logic_xcc_id` (39)
+    /// (1 + 0) % 2 = 1, `compute_tg_chunk_size` (41) 1, `cp_mqd_stride_size` (226) the stride,
+    /// and `NO_UPDATE_RPTR` (145 bit 27) cleared; XCC 1 gets (1 + 1) % 2 = 0 and keeps bit 27;
+    /// a PM4 queue gets 0 in 39 and 41 and its target XCC in `pm4_target_xcc_in_xcp` (225).
+    /// SE0-SE3's masks go to 23, 24, 26, 27 and leave 39-42 alone.
+    #[test]
+    fn per_xcc_dwords_by_hand() {
+        let slot = |index| XccMqd {
+            index,
+            count: 2,
+            logical_start: 1,
+            stride_bytes: 0x2000,
+        };
+        let mut aql = V9Mqd::default();
+        aql.set_cu_masks([u32::MAX; 8]);
+        aql.cp_hqd_pq_control = 0x1C01_4509;
+        let mut master = aql;
+        master.amdkfd_xcc(&slot(0), true, 5).unwrap();
+        let d = master.dwords();
+        assert_eq!((d[39], d[40], d[41], d[42]), (1, u32::MAX, 1, u32::MAX));
+        assert_eq!((d[145], d[225], d[226]), (0x1401_4509, 0, 0x2000));
+        let mut second = aql;
+        second.amdkfd_xcc(&slot(1), true, 5).unwrap();
+        let d = second.dwords();
+        assert_eq!((d[39], d[41], d[145], d[226]), (0, 1, 0x1C01_4509, 0x2000));
+        let mut pm4 = aql;
+        pm4.amdkfd_xcc(&slot(0), false, 5).unwrap();
+        let d = pm4.dwords();
+        assert_eq!((d[39], d[41], d[145], d[225]), (0, 0, 0x1C01_4509, 5));
+        master.set_xcc_cu_masks([1, 2, 3, 4]);
+        let d = master.dwords();
+        assert_eq!([d[23], d[24], d[26], d[27]], [1, 2, 3, 4]);
+        assert_eq!((d[39], d[40], d[41], d[42]), (1, u32::MAX, 1, u32::MAX));
+        for (x, why) in [
+            ((2, 2, 2048), "XCC 2 of 2"),
+            ((0, 0, 2048), "XCC 0 of 0"),
+            ((0, 9, 2048), "XCC 0 of 9"),
+            ((0, 1, 1792), "MQD stride 0x700"),
+            ((0, 1, 2080), "MQD stride 0x820"),
+        ] {
+            let mut m = aql;
+            let e = m
+                .amdkfd_xcc(
+                    &XccMqd {
+                        index: x.0,
+                        count: x.1,
+                        logical_start: 0,
+                        stride_bytes: x.2,
+                    },
+                    true,
+                    0,
+                )
+                .unwrap_err();
+            assert_eq!(e.status(), crate::Status::InvalidQueueCreation);
+            assert!(e.detail().contains(why), "{e}");
+            assert_eq!(m, aql, "nothing written");
+        }
+        // Logical ids: (6 + 1) % 4 = 3; amdkfd's counter is a u32 that wraps: (2^32 - 1 + 1)
+        // % 3 = (0 + 1) % 3 = 1, the start reduced first.
+        for (index, count, start, id) in [(1, 4, 6, 3), (1, 3, u32::MAX, 1), (2, 3, u32::MAX, 2)] {
+            let mut m = aql;
+            let x = XccMqd {
+                index,
+                count,
+                logical_start: start,
+                stride_bytes: 2048,
+            };
+            m.amdkfd_xcc(&x, true, 0).unwrap();
+            assert_eq!(m.compute_static_thread_mgmt_se4, id, "{x:?}");
+        }
+        // The smallest stride (one MQD, no CWSR) and the most XCCs are taken.
+        for (index, count, stride) in [(0, 1, 2048), (7, 8, 2048), (0, 8, 2304)] {
+            let mut m = aql;
+            let x = XccMqd {
+                index,
+                count,
+                logical_start: 0,
+                stride_bytes: stride,
+            };
+            m.amdkfd_xcc(&x, true, 0).unwrap();
+            assert_eq!(m.cp_mqd_stride_size, stride);
+        }
+        assert!(has_xcc_mqds(90400) && has_xcc_mqds(90401) && has_xcc_mqds(90402));
+        assert!(has_xcc_mqds(90500) && !has_xcc_mqds(90403) && !has_xcc_mqds(90010));
+        assert_eq!(V9_MQD_BYTES as usize, core::mem::size_of::<V9Mqd>());
     }
 
     /// `eop_control` against amdkfd's `size ? min(0xA, order_base_2(size / 4) - 1) : 0`,

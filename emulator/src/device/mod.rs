@@ -89,7 +89,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use crate::gfx9::aperture::Apertures;
@@ -107,7 +109,7 @@ use hsa_linux::topology::Topology;
 
 mod chardev;
 mod clock;
-pub mod cu_mask;
+pub use hsa_core::wire::cu_mask;
 mod dmabuf;
 pub mod drm;
 mod events;
@@ -315,6 +317,12 @@ struct Gpu {
     mmio: Arc<Backing>,
     /// Its shader engines, arrays and CUs (from the topology node).
     layout: cu_mask::ShaderLayout,
+    /// The XCCs of its partition (the node's `num_xcc`, at least 1) when its queues have one
+    /// MQD per XCC (`hsa_core::wire::mqd::has_xcc_mqds`: GC 9.4.3, 9.4.4, 9.5.0); `None` for
+    /// one MQD per queue.
+    xccs: Option<u32>,
+    /// amdkfd's `current_logical_xcc_start`: counts up by one per compute queue made on it.
+    logical_xcc_start: AtomicU32,
     /// The ISA the interpreter runs for it; `None` for an ISA [`Gfx9Target::from_processor`] does not know.
     target: Option<Gfx9Target>,
     /// The ISA's name (`gfx90a`), or `gfx_target_version N` when it has none.
@@ -696,6 +704,9 @@ impl EmulatedKfd {
                         .map_err(|e| error!(Status::OutOfResources, "MMIO page: {e}"))?,
                 ),
                 layout: cu_mask::ShaderLayout::from_properties(p),
+                xccs: hsa_core::wire::mqd::has_xcc_mqds(p.gfx_target_version)
+                    .then_some(p.num_xcc.max(1)),
+                logical_xcc_start: AtomicU32::new(0),
                 target: processor.and_then(Gfx9Target::from_processor),
                 isa: processor.map_or_else(
                     || format!("gfx_target_version {}", p.gfx_target_version),

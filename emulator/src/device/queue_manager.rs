@@ -18,7 +18,7 @@ use std::sync::{Arc, PoisonError};
 use std::thread::JoinHandle;
 
 use hsa_core::packet_processor::PacketProcessor;
-use hsa_core::wire::mqd::{ComputeQueueProperties, CtxSaveArea, HqdQueue, V9Mqd};
+use hsa_core::wire::mqd::{ComputeQueueProperties, CtxSaveArea, HqdQueue, V9Mqd, XccMqd};
 use hsa_core::GpuVa;
 use rustix::io::Errno;
 
@@ -100,7 +100,7 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
     // The CP runs the queue from its MQD: ring, pointers and doorbell come from there. The
     // MQD holds what CREATE_QUEUE gave (the regions checked above); a CP that read another
     // ring or amd_queue_t from it would be a bug of the MQD's encoding.
-    let hqd = load_mqd("CREATE_QUEUE", &ctl, &props)?;
+    let hqd = load_mqd("CREATE_QUEUE", &ctl, &props, xcc_mqd(gpu, a))?;
     if (
         hqd.ring,
         hqd.ring_size_bytes,
@@ -172,7 +172,7 @@ fn create_pm4_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(),
     let qid = free_queue_id(&queues, gpu)?;
     let ctl = new_ctl(gpu, a);
     let props = compute_properties(a, qid, false)?;
-    let hqd = load_mqd("CREATE_QUEUE", &ctl, &props)?;
+    let hqd = load_mqd("CREATE_QUEUE", &ctl, &props, xcc_mqd(gpu, a))?;
     let cp = Pm4Thread {
         device: device.clone(),
         ctl: ctl.clone(),
@@ -336,21 +336,56 @@ fn compute_properties(
     })
 }
 
+/// The XCC slot and PM4 target XCC of a new compute queue's MQD on `gpu`, when its queues
+/// have one MQD per XCC (GC 9.4.3, 9.4.4, 9.5.0): the master XCC's (index 0) of the
+/// partition's XCCs, the GPU's next logical XCC start (amdkfd's `current_logical_xcc_start++`),
+/// the stride amdkfd's `mqd_stride_v9` gives with CWSR enabled (as on every dGPU: the control
+/// stack page-aligned plus the MQD's page), and `pm4_target_xcc` from bits 8-15 of
+/// `queue_percentage`. The emulated GPU runs the queue as one XCC from that MQD.
+fn xcc_mqd(gpu: &Gpu, a: &CreateQueueArgs) -> Option<(XccMqd, u32)> {
+    let count = gpu.xccs?;
+    let stride = u64::from(a.ctl_stack_size).next_multiple_of(4096) + 4096;
+    Some((
+        XccMqd {
+            index: 0,
+            count,
+            logical_start: gpu.logical_xcc_start.fetch_add(1, Ordering::Relaxed),
+            stride_bytes: u32::try_from(stride).unwrap_or(!4095),
+        },
+        pm4_target_xcc(a.queue_percentage),
+    ))
+}
+
+/// The XCC a PM4 queue's packets target: bits 8-15 of `queue_percentage`
+/// (`set_queue_properties_from_user`).
+fn pm4_target_xcc(queue_percentage: u32) -> u32 {
+    (queue_percentage >> 8) & 0xff
+}
+
 /// Fills the queue's MQD from `props` as amdkfd's `init_mqd` and `update_mqd` do
-/// ([`V9Mqd::amdkfd_compute`]; its own address is where the device keeps it) and maps it as
-/// the CP does ([`map_mqd`]): what the queue runs from. `EINVAL` (the reason logged under
-/// `ioctl`, naming the MQD field) for an MQD the CP refuses.
+/// ([`V9Mqd::amdkfd_compute`]; its own address is where the device keeps it), on a GPU with
+/// per-XCC MQDs as `init_mqd_v9_4_3` fills the `xcc` slot's ([`V9Mqd::amdkfd_xcc`]), and maps
+/// it as the CP does ([`map_mqd`]): what the queue runs from. `EINVAL` (the reason logged
+/// under `ioctl`, naming the MQD field) for an MQD the CP refuses.
 fn load_mqd(
     ioctl: &str,
     ctl: &QueueCtl,
     props: &ComputeQueueProperties,
+    xcc: Option<(XccMqd, u32)>,
 ) -> Result<HqdQueue, Errno> {
     let mut mqd = lock(&ctl.mqd);
     let props = ComputeQueueProperties {
         mqd_address: &*mqd as *const V9Mqd as u64,
         ..*props
     };
-    *mqd = V9Mqd::amdkfd_compute(&props);
+    let mut m = V9Mqd::amdkfd_compute(&props);
+    if let Some((x, pm4_target)) = xcc {
+        m.amdkfd_xcc(&x, props.aql, pm4_target).map_err(|e| {
+            log::warn!("{ioctl}: {}", e.detail());
+            Errno::INVAL
+        })?;
+    }
+    *mqd = m;
     map_mqd(ioctl, &mqd, props.aql)
 }
 
@@ -483,6 +518,10 @@ pub(crate) fn update_queue(device: &Arc<Device>, a: &mut UpdateQueueArgs) -> Res
         let mut mqd = lock(&q.ctl.mqd);
         let mut updated = *mqd;
         updated.amdkfd_update_compute(&props);
+        if device.gpu_by_id(q.gpu_id)?.xccs.is_some() {
+            // update_mqd_v9_4_3: the master XCC's fields after update_mqd.
+            updated.amdkfd_xcc_update(0, props.aql, pm4_target_xcc(a.queue_percentage));
+        }
         map_mqd("UPDATE_QUEUE", &updated, props.aql)?;
         *mqd = updated;
     }
@@ -521,7 +560,14 @@ pub(crate) fn set_cu_mask(device: &Arc<Device>, a: &mut SetCuMaskArgs) -> Result
     ) {
         let gpu = device.gpu_by_id(q.gpu_id)?;
         let se_mask = gpu.layout.map_cu_mask(&mask);
-        lock(&q.ctl.mqd).set_cu_masks(se_mask);
+        if gpu.xccs.is_some() {
+            // update_cu_mask on these GPUs: SE0-SE3 only (dwords 39-42 hold other fields);
+            // the CP's own copy keeps every engine's.
+            let [a, b, c, d, ..] = se_mask;
+            lock(&q.ctl.mqd).set_xcc_cu_masks([a, b, c, d]);
+        } else {
+            lock(&q.ctl.mqd).set_cu_masks(se_mask);
+        }
         *lock(&q.ctl.cu_enable) = se_mask;
         q.ctl.kick();
     }

@@ -1,26 +1,33 @@
-//! A GPU's shader engines, arrays and compute units, and how amdkfd turns a queue's CU mask
-//! (`AMDKFD_IOC_SET_CU_MASK`) into the HQD's per-engine enable masks.
+//! A gfx9 GPU's shader engines, arrays and compute units, and how amdkfd turns a queue's CU
+//! mask (`AMDKFD_IOC_SET_CU_MASK`, ROCR's `hsa_amd_queue_cu_set_mask`) into the HQD's
+//! per-engine enable masks `COMPUTE_STATIC_THREAD_MGMT_SE0..SE7` (the MQD's
+//! [`V9Mqd::set_cu_masks`](super::mqd::V9Mqd::set_cu_masks)): the emulated amdkfd and a
+//! bare-metal host computing an MQD's masks use the same rule.
 //!
 //! The shape comes from the node's KFD topology properties: `array_count` shader arrays in
 //! all, `simd_arrays_per_engine` of them per shader engine, `simd_count / simd_per_cu`
 //! active CUs. A topology does not say which CUs a
-//! chip has harvested; the emulated GPU spreads its active CUs evenly, the first
+//! chip has harvested; the layout spreads its active CUs evenly, the first
 //! `active % arrays` arrays (engine-major order) having one more than the others (an MI210's
 //! 104 CUs over 8 engines of 1 array: 13 each).
 //!
 //! The mapping is amdkfd's for gfx9 (`kfd_mqd_manager.c` `mqd_symmetrically_map_cu_mask`,
-//! CU mode): the user's bits beyond the active CU count are dropped, and bit `i` (counting
-//! from bit 0 of word 0) names the `i`-th CU in the order "CU 0 of array 0 of every engine,
-//! then CU 0 of array 1 of every engine, then CU 1, ...", skipping array slots that have no
-//! such CU; it enables bit `cu + 16 * sh` of engine `se`'s word
-//! (`COMPUTE_STATIC_THREAD_MGMT_SE<se>`). A mask so spread over the engines keeps a queue's
-//! work balanced whichever bits the user set.
+//! CU mode, one XCC): the user's bits beyond the active CU count are dropped, and bit `i`
+//! (counting from bit 0 of word 0) names the `i`-th CU in the order "CU 0 of array 0 of every
+//! engine, then CU 0 of array 1 of every engine, then CU 1, ...", skipping array slots that
+//! have no such CU; it enables bit `cu + 16 * sh` of engine `se`'s word. A mask so spread over
+//! the engines keeps a queue's work balanced whichever bits the user set.
 
-use hsa_core::platform::NodeProperties;
+use crate::platform::NodeProperties;
 
-use crate::gfx9::hwid::{
-    MAX_CUS_PER_SHADER_ARRAY, MAX_SHADER_ARRAYS_PER_ENGINE, MAX_SHADER_ENGINES,
-};
+/// Most shader engines an HQD has enable masks for (`COMPUTE_STATIC_THREAD_MGMT_SE0..SE7`).
+pub const MAX_SHADER_ENGINES: usize = 8;
+
+/// Most shader arrays per engine a mask word covers (16 bits each).
+pub const MAX_SHADER_ARRAYS_PER_ENGINE: usize = 2;
+
+/// Most CUs per shader array a mask word covers.
+pub const MAX_CUS_PER_SHADER_ARRAY: usize = 16;
 
 /// The shader engines, arrays and CUs of one GPU.
 #[derive(Clone, Debug, PartialEq, Eq)]
