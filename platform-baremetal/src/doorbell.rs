@@ -28,14 +28,17 @@ pub const DOORBELL_MIRROR_OFFSET: u32 = 512;
 /// [`DOORBELL_MIRROR_OFFSET`] slots up (`init_doorbell_bitmap`): vega10's layout
 /// (`AMDGPU_DOORBELL64_*`, 0xF0..=0xFF) on gfx900, gfx902, gfx904, gfx909 and gfx90c
 /// (`vega10_doorbell_index_init`), vega20's (`AMDGPU_VEGA20_DOORBELL_*`, 0x100..=0x18F) on
-/// gfx906, gfx908 and gfx90a (`vega20_doorbell_index_init`). `None` for other targets (GC
-/// 9.4.3's layout is not known here: nothing is reserved).
+/// gfx906, gfx908 and gfx90a (`vega20_doorbell_index_init`), GC 9.4.3's "layout 1"
+/// (`AMDGPU_DOORBELL_LAYOUT1_*`: SDMA from 0x100 to VCN's end 0x1E8) on gfx940, gfx941 and
+/// gfx942 (`aqua_vanjaram_doorbell_index_init`). `None` for other targets (gfx950's layout is
+/// not confirmed here: nothing is reserved).
 ///
 /// Ref: linux `amdgpu/amdgpu_doorbell.h`, `amdgpu/soc15.c`, `amdkfd/kfd_process.c`.
 pub const fn reserved_non_cp_slots(gfx_target_version: u32) -> Option<(u32, u32)> {
     match gfx_target_version {
         90000 | 90002 | 90004 | 90009 | 90012 => Some((0xF0, 0xFF)),
         90006 | 90008 | 90010 => Some((0x100, 0x18F)),
+        90400..=90402 => Some((0x100, 0x1E8)),
         _ => None,
     }
 }
@@ -264,7 +267,8 @@ mod tests {
         assert_eq!((0..16).filter(|&i| bar(i) != 0).count(), 2);
     }
 
-    /// vega10's reserved slots 0xF0..=0xFF and vega20's 0x100..=0x18F, in every page and
+    /// vega10's reserved slots 0xF0..=0xFF, vega20's 0x100..=0x18F and GC 9.4.3's
+    /// 0x100..=0x1E8 (layout 1's SDMA start and VCN end), in every page and
     /// mirrored 512 up; the rest of a page is usable.
     #[test]
     fn reserved_slots_follow_the_asics_doorbell_layout() {
@@ -275,7 +279,10 @@ mod tests {
         for v in [90006, 90008, 90010] {
             assert_eq!(reserved_non_cp_slots(v), Some((0x100, 0x18F)), "{v}");
         }
-        for v in [90400, 90402, 100300, 0] {
+        for v in [90400, 90401, 90402] {
+            assert_eq!(reserved_non_cp_slots(v), Some((0x100, 0x1E8)), "{v}");
+        }
+        for v in [90403, 90500, 100300, 0] {
             assert_eq!(reserved_non_cp_slots(v), None, "{v}");
         }
         let (ap, _bar) = crate::mmio::test_region(4096);

@@ -54,6 +54,33 @@ pub struct KiqConfig {
     pub fence_gpu_va: GpuVa,
 }
 
+impl KiqConfig {
+    /// Bytes of a KIQ block of [`KiqConfig::identity_block`] with a ring of `ring_dwords`: the
+    /// ring, the 8-byte write-pointer poll word and the 8-byte fence.
+    pub const fn identity_block_bytes(ring_dwords: u32) -> usize {
+        4 * ring_dwords as usize + 16
+    }
+
+    /// The KIQ of one block of memory the GPU reaches at its CPU address (identity-mapped, as
+    /// a firmware's own pages often are): the ring of `ring_dwords` dwords at `base`, then the
+    /// write-pointer poll word, then the fence ([`KiqConfig::identity_block_bytes`] bytes in
+    /// all). `None` when the block would pass the end of the address space. The sizes and
+    /// alignments are [`Kiq::new`]'s to check.
+    pub const fn identity_block(base: usize, ring_dwords: u32) -> Option<KiqConfig> {
+        let Some(end) = base.checked_add(Self::identity_block_bytes(ring_dwords)) else {
+            return None;
+        };
+        let wptr = end - 16;
+        Some(KiqConfig {
+            ring_virt: base,
+            ring_dwords,
+            wptr_poll_virt: wptr,
+            fence_virt: wptr + 8,
+            fence_gpu_va: GpuVa((wptr + 8) as u64),
+        })
+    }
+}
+
 /// A KIQ ring this runtime writes (one writer: the caller serializes).
 #[derive(Debug)]
 pub struct Kiq {
@@ -389,6 +416,8 @@ mod tests {
             mqd_address: GpuVa(0x40_0000),
             vmid: 0,
             priority: crate::mqd::NORMAL_PRIORITY,
+            cu_masks: crate::mqd::ALL_CUS,
+            xcc: None,
         })
         .unwrap();
         QueueMapping {
@@ -574,6 +603,22 @@ mod tests {
         assert_eq!(k.invalidate_tlbs(1, 0, false, |_| {}).unwrap(), 5);
         assert_eq!(k.wptr(), 64);
         assert!(k.invalidate_tlbs(1, 0, false, |_| {}).is_err());
+    }
+
+    /// An identity block: the ring at the base, the poll word right after its 4 KiB, the
+    /// fence 8 bytes on, at the same GPU address; a block past the address space's end is
+    /// none.
+    #[test]
+    fn an_identity_block_lays_the_ring_then_the_words() {
+        let c = KiqConfig::identity_block(0x10_0000, 1024).unwrap();
+        assert_eq!(
+            (c.ring_virt, c.ring_dwords, c.wptr_poll_virt, c.fence_virt),
+            (0x10_0000, 1024, 0x10_1000, 0x10_1008)
+        );
+        assert_eq!(c.fence_gpu_va, GpuVa(0x10_1008));
+        assert_eq!(KiqConfig::identity_block_bytes(1024), 0x1010);
+        assert_eq!(KiqConfig::identity_block(usize::MAX - 0x100f, 1024), None);
+        assert!(KiqConfig::identity_block(usize::MAX - 0x1010, 1024).is_some());
     }
 
     #[test]

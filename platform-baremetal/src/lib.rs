@@ -18,10 +18,15 @@
 //!
 //! Queue errors: a queue created with `QueueRequest::on_error` is watched through its
 //! `amd_queue_t.queue_inactive_signal`. When the IH ring brings a queue-error entry
-//! (`SOC15_INTSRC_CP_BAD_OPCODE`, see [`irq`]), `on_interrupt` reads every watched queue's
-//! inactive signal, and calls the callback of each that holds a positive value (the error the
-//! packet processor stored, decoded with `hsa_core::queue::inactive::decode`) exactly once:
+//! (`SOC15_INTSRC_CP_BAD_OPCODE`, see [`irq`]), `on_interrupt` reads the inactive signal of
+//! the queue whose doorbell id the entry names (storing the entry's exception code there when
+//! the command processor wrote none), and calls its callback once for a positive value (the
+//! error, decoded with `hsa_core::queue::inactive::decode`):
 //! see [`BaremetalPlatform::report_queue_errors`].
+//!
+//! GPUs: gfx9 (GC 9.0 to 9.4.2) with one MQD per queue, and GC 9.4.3/9.4.4/9.5.0 partitions of
+//! one XCC (the master XCC's MQD, [`mqd::XccMqd`]); a queue on a partition of several XCCs is
+//! refused (`Status::InvalidQueueCreation`), as it needs one MQD mapped on each XCC's KIQ.
 //!
 //! GPU memory faults: a page-fault entry of a VM client (see [`irq`]) goes to the handler
 //! installed with `MemoryFaultReports::set_memory_fault_handler`, from the ISR, during the drain — so

@@ -64,7 +64,27 @@ pub struct MqdParams {
     /// [`hsa_core::wire::mqd::PIPE_PRIORITY_MAP`]): [`NORMAL_PRIORITY`] for ROCR's
     /// `HSA_QUEUE_PRIORITY_NORMAL`.
     pub priority: u32,
+    /// The per-engine CU enable masks `COMPUTE_STATIC_THREAD_MGMT_SE0..SE7` (bit
+    /// `cu + 16 * sh` of engine `se`'s word; `hsa_core::wire::cu_mask::ShaderLayout::map_cu_mask`
+    /// maps a user's CU mask to them, as amdkfd's `SET_CU_MASK` does): [`ALL_CUS`] for a queue
+    /// without a CU mask, as `CREATE_QUEUE` leaves it. With [`MqdParams::xcc`] only SE0..SE3
+    /// are masks (the MQD's dwords 39-42 hold other fields there), and SE4..SE7 must be
+    /// [`ALL_CUS`]'s.
+    pub cu_masks: [u32; 8],
+    /// `Some` for a GPU whose queues have one MQD per XCC of their partition (GC 9.4.3, 9.4.4
+    /// and 9.5.0: gfx940-gfx942, gfx950): which XCC's MQD this is. `None` for one MQD (GC 9.0
+    /// to 9.4.2: gfx900-gfx90a).
+    pub xcc: Option<XccMqd>,
 }
+
+/// `sizeof(struct v9_mqd)`, bytes: the stride of a queue's per-XCC MQDs without a context
+/// save area.
+pub const MQD_BYTES: u32 = hsa_core::wire::mqd::V9_MQD_BYTES;
+
+pub use hsa_core::wire::mqd::{has_xcc_mqds, XccMqd};
+
+/// The per-engine masks of a queue with every CU enabled: amdkfd's `init_mqd` value.
+pub const ALL_CUS: [u32; 8] = [u32::MAX; 8];
 
 /// The amdkfd queue priority of a normal-priority HSA queue: ROCR's
 /// `HSA_QUEUE_PRIORITY_NORMAL` is libhsakmt's priority 0, which it maps to amdkfd's 7
@@ -104,13 +124,20 @@ impl ComputeMqd {
 }
 
 impl ComputeMqd {
-    /// Computes the MQD for `p`.
+    /// Computes the MQD for `p`. With [`MqdParams::xcc`], the image of that XCC as amdkfd's
+    /// `init_mqd_v9_4_3` and `update_mqd_v9_4_3` fill it for an AQL queue:
+    /// `compute_current_logic_xcc_id` (dword 39) = `(logical_start + index) % count`,
+    /// `compute_tg_chunk_size` (dword 41) = 1, `cp_mqd_stride_size` (dword 226) =
+    /// `stride_bytes`, SE0..SE3's masks from `cu_masks`, dwords 40 and 42 `init_mqd`'s all-ones,
+    /// and for the master XCC (index 0) `NO_UPDATE_RPTR` cleared from `cp_hqd_pq_control`.
     ///
     /// # Errors
     /// `Status::InvalidQueueCreation` naming the field and value for: a ring or EOP address
     /// not 256-byte aligned, a ring size that is not a power of two in 256..=2^34 bytes, an
     /// EOP size that is not a power of two in 16..=2^31 bytes, a read/write pointer address not
-    /// 8-byte aligned, a doorbell whose dword offset does not fit 26 bits.
+    /// 8-byte aligned, a doorbell whose dword offset does not fit 26 bits, an XCC count
+    /// outside 1..=8 or an index not below it, a stride under 2048 or not a multiple of 256,
+    /// SE4..SE7 masks other than all-ones on a multi-XCC GPU.
     pub fn new(p: &MqdParams) -> Result<ComputeMqd, Error> {
         let bad = Status::InvalidQueueCreation;
         if !p.ring.is_aligned(256) || p.ring.is_null() {
@@ -206,6 +233,26 @@ impl ComputeMqd {
             mqd_address: p.mqd_address.get(),
         });
         m.cp_hqd_pq_doorbell_control |= DOORBELL_EN;
+        match p.xcc {
+            None => m.set_cu_masks(p.cu_masks),
+            Some(x) => {
+                if p.cu_masks[4..] != ALL_CUS[4..] {
+                    return Err(Error::lazy(
+                        bad,
+                        [p.cu_masks[4].into(), p.cu_masks[7].into()],
+                        |&[a, b, ..], f| {
+                            write!(
+                                f,
+                                "CU masks of SE4..SE7 ({a:#x} .. {b:#x}) given on a multi-XCC \
+                                 GPU, whose MQD has none"
+                            )
+                        },
+                    ));
+                }
+                m.set_xcc_cu_masks([p.cu_masks[0], p.cu_masks[1], p.cu_masks[2], p.cu_masks[3]]);
+                m.amdkfd_xcc(&x, true, 0)?;
+            }
+        }
         Ok(ComputeMqd(m))
     }
 }
@@ -227,6 +274,8 @@ mod tests {
             mqd_address: GpuVa(0x7_9000_0100),
             vmid: 3,
             priority: NORMAL_PRIORITY,
+            cu_masks: ALL_CUS,
+            xcc: None,
         }
     }
 
@@ -378,6 +427,131 @@ mod tests {
             }
         }
         assert_eq!(images, 4 * 4 * 4 * 3 * 6);
+    }
+
+    /// CU masks and the multi-XCC images of GC 9.4.3/9.4.4/9.5.0 over a matrix of ring sizes,
+    /// VMIDs, masks and XCC slots, each equal to the golden image with these dwords worked out
+    /// from `kfd_mqd_manager_v9.c`, independently of the builder: one MQD per queue
+    /// (`update_cu_mask`): the eight masks in `compute_static_thread_mgmt_se0..7` (dwords 23,
+    /// 24, 26, 27, 39-42); per-XCC MQDs (`init_mqd_v9_4_3`, `update_mqd_v9_4_3`): SE0-SE3's
+    /// masks (23, 24, 26, 27), `compute_current_logic_xcc_id` (39) =
+    /// (logical start + XCC) % XCCs, dword 40 and 42 `init_mqd`'s all-ones,
+    /// `compute_tg_chunk_size` (41) = 1, `cp_mqd_stride_size` (226) = the stride, and the master
+    /// XCC's `cp_hqd_pq_control` (145) without `NO_UPDATE_RPTR` (bit 27).
+    #[test]
+    fn cu_masks_and_per_xcc_images_match_the_kfd_formulas() {
+        let golden = ComputeMqd::new(&params()).unwrap().v9_mqd().dwords();
+        let masks: [[u32; 8]; 4] = [
+            ALL_CUS,
+            [0x1, 0x3, 0x7, 0xF, 0x1F, 0x3F, 0x7F, 0xFF],
+            [
+                0xFFFF_0000,
+                0x0000_FFFF,
+                0x8000_0001,
+                0,
+                0x1234_5678,
+                0x0F0F_0F0F,
+                0xFFFE,
+                0x10,
+            ],
+            [0; 8],
+        ];
+        let xccs = [
+            None,
+            Some((0u32, 1u32, 0u32, 2048u32)),
+            Some((0, 2, 1, 4096)),
+            Some((1, 2, 1, 4096)),
+            Some((3, 4, 6, 2048)),
+            Some((7, 8, 3, 2304)),
+        ];
+        let mut images = 0;
+        for ring_bytes in [4096u64, 1 << 20] {
+            for vmid in [0u32, 8] {
+                for m in masks {
+                    for x in xccs {
+                        let mut p = params();
+                        p.ring_size_bytes = ring_bytes;
+                        p.vmid = vmid;
+                        p.cu_masks = m;
+                        p.xcc = x.map(|(index, count, logical_start, stride_bytes)| XccMqd {
+                            index,
+                            count,
+                            logical_start,
+                            stride_bytes,
+                        });
+                        let mut want = golden;
+                        want[145] = 0x1C01_4500 | ((ring_bytes / 4).ilog2() - 1);
+                        want[131] = vmid;
+                        for (d, v) in [23, 24, 26, 27].into_iter().zip(m) {
+                            want[d] = v;
+                        }
+                        match x {
+                            None => {
+                                for (d, v) in [39, 40, 41, 42].into_iter().zip(&m[4..]) {
+                                    want[d] = *v;
+                                }
+                            }
+                            Some((index, count, start, stride)) => {
+                                // SE4..SE7 are not masks here: all-ones, as the builder takes
+                                // them.
+                                p.cu_masks[4..].copy_from_slice(&[u32::MAX; 4]);
+                                want[39] = (start + index) % count;
+                                want[40] = u32::MAX;
+                                want[41] = 1;
+                                want[42] = u32::MAX;
+                                want[226] = stride;
+                                if index == 0 {
+                                    want[145] &= !(1 << 27);
+                                }
+                            }
+                        }
+                        let got = ComputeMqd::new(&p).unwrap().v9_mqd().dwords();
+                        for i in 0..512 {
+                            assert_eq!(
+                                got[i], want[i],
+                                "dword {i}: ring {ring_bytes} vmid {vmid} masks {m:x?} xcc {x:?}"
+                            );
+                        }
+                        images += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(images, 2 * 2 * 4 * 6);
+    }
+
+    /// A multi-XCC image with bad slot values, or with SE4-SE7 masks (dwords those GPUs use
+    /// otherwise), is refused by name.
+    #[test]
+    fn bad_xcc_slots_are_named() {
+        let with = |index, count, stride_bytes, se4| {
+            let mut p = params();
+            p.cu_masks[4] = se4;
+            p.xcc = Some(XccMqd {
+                index,
+                count,
+                logical_start: 0,
+                stride_bytes,
+            });
+            ComputeMqd::new(&p).unwrap_err().to_string()
+        };
+        let e = with(2, 2, 2048, u32::MAX);
+        assert!(e.contains("XCC 2 of 2: the count is not 1..=8"), "{e}");
+        let e = with(0, 9, 2048, u32::MAX);
+        assert!(e.contains("XCC 0 of 9"), "{e}");
+        let e = with(0, 0, 2048, u32::MAX);
+        assert!(e.contains("XCC 0 of 0"), "{e}");
+        let e = with(0, 1, 1792, u32::MAX);
+        assert!(e.contains("MQD stride 0x700 is under 2048"), "{e}");
+        let e = with(0, 1, 2049, u32::MAX);
+        assert!(e.contains("MQD stride 0x801"), "{e}");
+        let e = with(0, 1, 2048, 0xF);
+        assert!(
+            e.contains("CU masks of SE4..SE7 (0xf .. 0xffffffff)"),
+            "{e}"
+        );
+        assert!(has_xcc_mqds(90402) && has_xcc_mqds(90400) && has_xcc_mqds(90500));
+        assert!(!has_xcc_mqds(90010) && !has_xcc_mqds(90403) && !has_xcc_mqds(90000));
     }
 
     /// What a command processor takes from the image (the emulated device's check of an

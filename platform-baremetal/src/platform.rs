@@ -11,7 +11,7 @@ use hsa_core::platform::{
 use hsa_core::{DoorbellIndex, Error, EventId, NodeId, QueueId, Status};
 
 use crate::host::{Host, QueueMapping};
-use crate::mqd::{ComputeMqd, MqdParams, NORMAL_PRIORITY};
+use crate::mqd::{ComputeMqd, MqdParams, XccMqd, ALL_CUS, MQD_BYTES, NORMAL_PRIORITY};
 use crate::{BaremetalPlatform, ErrorWatch, QueueSlot, EOP_BYTES};
 
 impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
@@ -27,6 +27,43 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
         }
     }
 
+    /// Which XCC's MQD a queue of `node` gets: `None` before GC 9.4.3 (one MQD per queue);
+    /// XCC 0 of 1 on a GC 9.4.3, 9.4.4 or 9.5.0 node whose partition has one XCC (`num_xcc`
+    /// 1: CPX mode, or a single-XCC part).
+    ///
+    /// # Errors
+    /// `Status::InvalidQueueCreation` for a partition of several XCCs: its queues need one MQD
+    /// per XCC, each mapped on its own XCC's KIQ, which [`Host::map_queue`]'s one mapping cannot
+    /// carry.
+    fn xcc_mqd(&self, node: NodeId) -> Result<Option<XccMqd>, Error> {
+        let Some(n) = self.host.nodes().iter().find(|n| n.node_id == node.get()) else {
+            return Ok(None);
+        };
+        if !crate::mqd::has_xcc_mqds(n.gfx_target_version) {
+            return Ok(None);
+        }
+        if n.num_xcc > 1 {
+            return Err(Error::lazy(
+                Status::InvalidQueueCreation,
+                [node.get().into(), n.num_xcc.into()],
+                |&[node, xccs, ..], f| {
+                    write!(
+                        f,
+                        "node {node} is a partition of {xccs} XCCs: its queues need one MQD \
+                         per XCC, each mapped on that XCC's KIQ; this backend maps queues of \
+                         single-XCC partitions only"
+                    )
+                },
+            ));
+        }
+        Ok(Some(XccMqd {
+            index: 0,
+            count: 1,
+            logical_start: 0,
+            stride_bytes: MQD_BYTES,
+        }))
+    }
+
     /// `create_queue` past its checks: takes a slot and a doorbell, builds the MQD, maps the
     /// queue.
     ///
@@ -37,6 +74,7 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
         request: &QueueRequest,
         watch: Option<ErrorWatch>,
     ) -> Result<HwQueue<DoorbellIndex>, Error> {
+        let xcc = self.xcc_mqd(request.node)?;
         let mut slots = self.queues.lock();
         let Some(slot) = slots.iter().position(Option::is_none) else {
             return Err(Error::lazy(
@@ -75,6 +113,8 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
             mqd_address: mqd_block.gpu_va,
             vmid: self.host.queue_vmid().into(),
             priority: NORMAL_PRIORITY,
+            cu_masks: ALL_CUS,
+            xcc,
         })
         .and_then(|mqd| {
             self.write_mqd(&mqd_block, &mqd)?;

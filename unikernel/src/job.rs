@@ -921,7 +921,7 @@ const REFUSED_BATCH_TIMEOUT_NS: u64 = 50_000_000;
 ///    (hsa-baremetal's, for a queue at fake addresses) with one field broken, in a page of
 ///    system memory.
 fn bad_mqds(p: &'static Vm) -> Result<(), Error> {
-    use hsa_baremetal::mqd::{ComputeMqd, MqdParams, NORMAL_PRIORITY};
+    use hsa_baremetal::mqd::{ComputeMqd, MqdParams, ALL_CUS, NORMAL_PRIORITY};
     use hsa_core::wire::kiq::{KiqPacket, MapQueues};
     use hsa_core::{DoorbellIndex, GpuVa};
     let page = system_chunk(p, 4096)?;
@@ -940,6 +940,8 @@ fn bad_mqds(p: &'static Vm) -> Result<(), Error> {
         mqd_address: page.gpu_va,
         vmid: 0,
         priority: NORMAL_PRIORITY,
+        cu_masks: ALL_CUS,
+        xcc: None,
     })?;
     // (name, the break, the packet's doorbell offset): doorbell 1 is dword offset 2.
     type Break = fn(&mut [u32; 512]);

@@ -8,7 +8,7 @@ use hsa_baremetal::ih::IhRing;
 use hsa_baremetal::irq::{EventTable, InterruptHandler};
 use hsa_baremetal::mmio::MmioRegion;
 use hsa_baremetal::mqd::{
-    ComputeMqd, MqdParams, AQL_CONTROL_CONTROL0, DOORBELL_EN, NORMAL_PRIORITY,
+    ComputeMqd, MqdParams, ALL_CUS, AQL_CONTROL_CONTROL0, DOORBELL_EN, NORMAL_PRIORITY,
     PQ_CONTROL_NO_UPDATE_RPTR, RPTR_BLOCK_SIZE,
 };
 use hsa_core::{DoorbellIndex, GpuVa, Status};
@@ -74,6 +74,8 @@ pub fn mqd(data: &[u8]) {
         mqd_address: GpuVa(0x1000),
         vmid: 0,
         priority: NORMAL_PRIORITY,
+        cu_masks: ALL_CUS,
+        xcc: None,
     };
     if data.len() > 57 {
         p.mqd_address = GpuVa(u64_at(data, 57));
