@@ -9,7 +9,9 @@
 //! `src/main.rs` for the commands.
 //!
 //! There is no GPU here: a thread runs the simulated device from `tests/sim` (the same one the
-//! integration test uses), which polls the doorbells, runs the ring through the core's packet
+//! integration test uses). The host maps its queue as amdgpu does, with a `MAP_QUEUES` packet
+//! on a KIQ ring in a static page, which the device's MEC (the model the QEMU test's device
+//! uses too) serves from the queue's MQD image. The device polls the doorbells, runs the ring through the core's packet
 //! processor, executes the "kernel" as a Rust closure, and reports completions as soc15 IH
 //! end-of-pipe entries, calling `on_interrupt` as the host's ISR would.
 //!
@@ -21,6 +23,7 @@ mod sim;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
+use hsa_baremetal::kiq::{Kiq, KiqConfig};
 use hsa_baremetal::{
     BaremetalPlatform, CarveOut, CarveOutKind, DoorbellAperture, Host, IhRingConfig, QueueMapping,
     RegisterLocation,
@@ -31,7 +34,7 @@ use hsa_core::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, No
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, StoreOrder, WaitState};
 use hsa_core::{DoorbellIndex, Error, GpuVa, NodeId, PhysAddr, Status};
-use sim::{DeviceLink, SimDevice, SimHost};
+use sim::{DeviceLink, SimDevice, SimHost, Window};
 
 /// System memory the firmware hands to the runtime, bytes (identity-mapped for the GPU).
 const SYSTEM_BYTES: usize = 1 << 20;
@@ -68,6 +71,12 @@ static DOORBELL_BAR: Pages<{ DOORBELL_BAR_BYTES / 8 }> = Pages::new();
 static IH_RING: Pages<{ IH_BYTES / 8 }> = Pages::new();
 static IH_WPTR_WRITEBACK: Pages<1> = Pages::new();
 static IH_REGISTERS: Pages<32> = Pages::new();
+/// The KIQ's page: a 256-dword ring, then its write-pointer poll word (dwords) and its fence.
+static KIQ_PAGE: Pages<512> = Pages::new();
+/// KIQ ring size, dwords.
+const KIQ_RING_DWORDS: u32 = 256;
+/// How long the host waits for a KIQ fence, ns.
+const KIQ_TIMEOUT_NS: u64 = 1_000_000_000;
 static LINK: DeviceLink = DeviceLink::new();
 
 /// The firmware's host: fixed arrays and atomics only.
@@ -78,13 +87,25 @@ struct FirmwareHost {
     wake_epoch: AtomicU64,
     /// Times a waiter halted (still waiting after arming).
     halts: AtomicU64,
+    /// The KIQ ring this host maps queues through (amdgpu's `kiq_map_queues` path).
+    kiq: spin::Mutex<Kiq>,
     boot: Instant,
 }
 
 impl FirmwareHost {
-    fn new() -> FirmwareHost {
+    fn new() -> Result<FirmwareHost, Error> {
         let sys = SYSTEM_MEMORY.addr();
-        FirmwareHost {
+        let kiq_page = KIQ_PAGE.addr();
+        let Some(config) = KiqConfig::identity_block(kiq_page, KIQ_RING_DWORDS) else {
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "the KIQ page passes the address space"
+            );
+        };
+        // SAFETY: the ring, poll word and fence lie in KIQ_PAGE, a `static` (identity-mapped
+        // for the device), written only through this Kiq and by the device's MEC.
+        let kiq = unsafe { Kiq::new(&config) }?;
+        let host = FirmwareHost {
             carve_outs: [
                 CarveOut {
                     node: NodeId(0),
@@ -120,8 +141,29 @@ impl FirmwareHost {
             ],
             wake_epoch: AtomicU64::new(0),
             halts: AtomicU64::new(0),
+            kiq: spin::Mutex::new(kiq),
             boot: Instant::now(),
-        }
+        };
+        // The firmware's bring-up of the MEC: its KIQ, and CP_MEC_DOORBELL_RANGE over the
+        // doorbells granted to the runtime.
+        let page = Window {
+            gpu: kiq_page as u64,
+            virt: kiq_page,
+            size: 4096,
+        };
+        let doorbells = 2 * FIRST_DOORBELL..2 * (FIRST_DOORBELL + DOORBELL_COUNT);
+        LINK.set_kiq(&host.carve_outs, page, &config, doorbells)?;
+        Ok(host)
+    }
+
+    /// Writes one KIQ batch (`submit`), rings the KIQ's doorbell and waits for its fence.
+    fn kiq_batch(
+        &self,
+        submit: impl FnOnce(&mut Kiq, &dyn Fn(u64)) -> Result<u64, Error>,
+    ) -> Result<(), Error> {
+        let mut kiq = self.kiq.lock();
+        let seq = submit(&mut kiq, &|_| LINK.kiq_doorbell())?;
+        kiq.wait(self, seq, KIQ_TIMEOUT_NS)
     }
 }
 
@@ -157,12 +199,14 @@ unsafe impl Host for FirmwareHost {
             mapping.amd_queue.get(),
             mapping.eop.get()
         );
-        LINK.map(mapping)
+        // MEC1, pipe 0, a queue slot per granted doorbell.
+        let slot = (mapping.doorbell.get() - FIRST_DOORBELL) as u8;
+        self.kiq_batch(|kiq, ring| kiq.map_queue(mapping, 1, 0, slot, ring))
     }
 
     fn unmap_queue(&self, mapping: &QueueMapping) -> Result<(), Error> {
         println!("  host: unmap_queue doorbell {}", mapping.doorbell.get());
-        LINK.unmap(mapping)
+        self.kiq_batch(|kiq, ring| kiq.unmap_queue(mapping, ring))
     }
 
     fn ih_ring(&self) -> IhRingConfig {
@@ -252,7 +296,7 @@ fn system_chunk(p: &impl Platform, bytes: u64) -> Result<MemoryChunk, Error> {
 
 fn main() -> Result<(), Error> {
     println!("simulated_host: bringing up hsa-baremetal over static buffers");
-    let platform = BaremetalPlatform::<FirmwareHost>::new(FirmwareHost::new())?;
+    let platform = BaremetalPlatform::<FirmwareHost>::new(FirmwareHost::new()?)?;
     let p = &platform;
     for c in p.host().carve_outs() {
         println!(

@@ -21,6 +21,8 @@ mod protocol;
 
 #[path = "qemu/device.rs"]
 mod device;
+#[path = "qemu/mec.rs"]
+mod mec;
 #[path = "qemu/server.rs"]
 mod server;
 #[path = "qemu/vm.rs"]

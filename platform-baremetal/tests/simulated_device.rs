@@ -439,78 +439,173 @@ fn bad_packets_stop_the_queue_and_are_reported_by_the_device() {
     unsafe { p.free_memory(&kernarg) }.unwrap();
 }
 
-/// The simulated device takes a queue only from its MQD image, as a MEC loads one: a good
-/// image maps, an image with a wrong header or another doorbell is refused by name, and the
-/// mapping's own ring field is not what the device uses.
+/// The MEC (the model the QEMU device shares) takes a queue only from the MQD image at
+/// `MAP_QUEUES`' `mqd_addr`, through the host's KIQ: an image with a wrong header, a doorbell
+/// outside the MEC's range, a packet whose doorbell is not the image's, and a second queue on
+/// a mapped ring are each refused by name (their fences never written, no HQD taken); a good
+/// image maps, and `UNMAP_QUEUES` frees its HQD once.
 #[test]
-fn the_device_takes_queues_from_the_mqd_image() {
-    use hsa_baremetal::mqd::{ComputeMqd, MqdParams, NORMAL_PRIORITY};
-    use hsa_baremetal::QueueMapping;
+fn the_mec_takes_queues_from_the_mqd_image_through_the_kiq() {
+    use hsa_baremetal::mqd::{ComputeMqd, MqdParams, ALL_CUS, NORMAL_PRIORITY};
+    use hsa_core::wire::kiq::{KiqPacket, MapQueues, UnmapAction, UnmapQueues};
     use hsa_core::DoorbellIndex;
-    let mqd = ComputeMqd::new(&MqdParams {
-        ring: GpuVa(0x10_0000),
-        ring_size_bytes: 4096,
-        rptr_report: GpuVa(0x20_0080),
-        wptr_poll: GpuVa(0x20_0038),
-        doorbell: DoorbellIndex(5),
-        eop: GpuVa(0x30_0000),
-        eop_size_bytes: 4096,
-        mqd_address: GpuVa(0x40_0000),
-        vmid: 0,
-        priority: NORMAL_PRIORITY,
-    })
-    .unwrap();
-    let mut image = mqd.v9_mqd().dwords();
-    let mapping = |image: &[u32; 512], doorbell: u32| QueueMapping {
-        node: NodeId(1),
-        ring: GpuVa(0xdead_0000),
-        ring_size_bytes: 4096,
-        doorbell: DoorbellIndex(doorbell),
-        read_pointer: GpuVa(0x20_0080),
-        write_pointer: GpuVa(0x20_0038),
-        amd_queue: GpuVa(0x20_0000),
-        eop: GpuVa(0x30_0000),
-        eop_size_bytes: 4096,
-        mqd_address: GpuVa(0x40_0000),
-        mqd_virt: image.as_ptr() as usize,
-        mqd,
+    let p = platform();
+    let h = p.host();
+    let block = p
+        .allocate_memory(&MemoryRequest {
+            node: NodeId(0),
+            kind: MemoryKind::System,
+            size_bytes: 4 * 4096,
+            align_bytes: 4096,
+            flags: MemoryFlags::HOST_ACCESS,
+        })
+        .unwrap();
+    // The MQD at +0, amd_queue_t at +4096, the ring at +8192, the EOP buffer at +12288.
+    let base = block.gpu_va.get();
+    let image = |doorbell: u32, ring: u64| {
+        ComputeMqd::new(&MqdParams {
+            ring: GpuVa(ring),
+            ring_size_bytes: 4096,
+            rptr_report: GpuVa(base + 4096 + 128),
+            wptr_poll: GpuVa(base + 4096 + 56),
+            doorbell: DoorbellIndex(doorbell),
+            eop: GpuVa(base + 12288),
+            eop_size_bytes: 4096,
+            mqd_address: GpuVa(base),
+            vmid: 0,
+            priority: NORMAL_PRIORITY,
+            cu_masks: ALL_CUS,
+            xcc: None,
+        })
+        .unwrap()
+        .v9_mqd()
+        .dwords()
     };
-    let link = sim::DeviceLink::new();
-    let refused = |m: &QueueMapping| link.map(m).unwrap_err().detail().to_string();
-    assert!(refused(&mapping(&image, 6)).contains("DOORBELL_OFFSET 0xa is not doorbell 6's"));
-    image[0] = 0xC031_0801;
-    assert!(refused(&mapping(&image, 5)).contains("MQD header 0xc0310801"));
-    image[0] = 0xC031_0800;
-    // The ring comes from the image (0x10_0000), not the mapping's field (0xdead_0000): a
-    // second mapping of the image's ring is refused as taken.
-    link.map(&mapping(&image, 5)).unwrap();
-    let mut again = image;
-    again[143] = (again[143] & !(0x3ff_ffff << 2)) | 14 << 2; // doorbell 7
-    let e = refused(&mapping(&again, 7));
-    assert!(e.contains("ring 0x100000 already has an HQD"), "{e}");
+    let write = |d: &[u32; 512]| {
+        for (i, w) in d.iter().enumerate() {
+            word(&block, i).store(*w, Ordering::SeqCst);
+        }
+    };
+    let map = |doorbell_dword: u32| {
+        let m = MapQueues::amdgpu_kiq(1, 0, 0, doorbell_dword, base, base + 4096 + 56);
+        h.kiq_packets(&[KiqPacket::MapQueues(m)], Status::InvalidQueueCreation)
+    };
+    let refused = |doorbell_dword: u32| {
+        let e = map(doorbell_dword).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidQueueCreation, "{e}");
+        e.detail().to_string()
+    };
+    let db = FIRST_DOORBELL + 3;
+    let ring = base + 8192;
+    let mut bad = image(db, ring);
+    bad[0] = 0xC031_0801;
+    write(&bad);
+    let e = refused(2 * db);
+    assert!(e.contains("MQD header 0xc0310801"), "{e}");
+    write(&image(5, ring));
+    let e = refused(10);
+    assert!(e.contains("DOORBELL_OFFSET 0xa is outside"), "{e}");
+    write(&image(db, ring));
+    let e = refused(2 * db + 2);
+    assert!(
+        e.contains(&format!(
+            "doorbell_offset {:#x} differs from the MQD's DOORBELL_OFFSET {:#x}",
+            2 * db + 2,
+            2 * db
+        )),
+        "{e}"
+    );
+    assert_eq!((h.link.mapped(), h.link.served()), (0, [0, 0, 0, 0]));
+    map(2 * db).unwrap();
+    assert_eq!((h.link.mapped(), h.link.served()), (1, [1, 0, 1, 0]));
+    // Another doorbell on the same ring: the ring comes from the image.
+    write(&image(db + 1, ring));
+    let e = refused(2 * db + 2);
+    assert!(
+        e.contains(&format!("(ring {ring:#x}): the queue of")),
+        "{e}"
+    );
+    let unmap = || {
+        let u = UnmapQueues::amdgpu_kiq(UnmapAction::PreemptQueues, 2 * db);
+        h.kiq_packets(&[KiqPacket::UnmapQueues(u)], Status::InvalidQueue)
+    };
+    unmap().unwrap();
+    assert_eq!((h.link.mapped(), h.link.served()), (0, [1, 1, 2, 0]));
+    let e = unmap().unwrap_err();
+    assert!(e.detail().contains("no queue is mapped there"), "{e}");
+    assert_eq!(h.link.refused().len(), 5);
+    // SAFETY: the MEC holds no queue in the block any more.
+    unsafe { p.free_memory(&block) }.unwrap();
 }
 
 /// Each queue's MQD runs under the host's VMID (`Host::queue_vmid` → `cp_hqd_vmid`, dword
-/// 131 of the image the host is handed); a VMID past 15 fails the queue's creation, and
-/// nothing is mapped.
+/// 131 of the image): the MEC reads VMID 9 from the image and refuses it, as the firmware gave
+/// VMID 9 no page tables (the VMID-8 test below maps one that has them); a VMID past 15 fails
+/// the queue's creation before the KIQ. Nothing is mapped, and the doorbell is free again.
 #[test]
 fn the_mqd_carries_the_hosts_vmid() {
     let p = platform();
+    let create = || AqlQueue::create(&p, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17));
     p.host().queue_vmid.store(9, Ordering::SeqCst);
-    let q = gpu_queue(&p);
-    let mapped = *p.host().mapped.lock().unwrap().last().unwrap();
-    assert_eq!(mapped.mqd.v9_mqd().cp_hqd_vmid, 9);
-    // SAFETY: the platform wrote the 2048-byte image at `mqd_virt` (a CPU-visible page of
-    // this host's carve-out) and keeps it while the queue lives.
-    let written = unsafe { ((mapped.mqd_virt + 4 * 131) as *const u32).read_volatile() };
-    assert_eq!(written, 9);
-    q.destroy().unwrap();
+    let e = create().unwrap_err();
+    assert_eq!(e.status(), Status::InvalidQueueCreation, "{e}");
+    assert!(
+        e.detail()
+            .contains("MQD cp_hqd_vmid 9: the firmware gave that VMID no page tables"),
+        "{e}"
+    );
     p.host().queue_vmid.store(16, Ordering::SeqCst);
-    let before = p.host().mapped.lock().unwrap().len();
-    let e = AqlQueue::create(&p, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17)).unwrap_err();
+    let e = create().unwrap_err();
     assert_eq!(e.status(), Status::InvalidQueueCreation, "{e}");
     assert!(e.detail().contains("VMID 16 is past 15"), "{e}");
-    assert_eq!(p.host().mapped.lock().unwrap().len(), before);
+    assert_eq!(p.host().mapped.lock().unwrap().len(), 0);
+    assert_eq!(p.host().link.mapped(), 0);
+    p.host().queue_vmid.store(0, Ordering::SeqCst);
+    let q = create().unwrap();
+    let mapped = *p.host().mapped.lock().unwrap().last().unwrap();
+    assert_eq!(mapped.doorbell.get(), FIRST_DOORBELL);
+    assert_eq!(p.host().link.mapped(), 1);
+    q.destroy().unwrap();
+}
+
+/// On a GC 9.4.3 GPU (gfx942) of one XCC per partition, the queue's MQD is XCC 0's as
+/// amdkfd's `init_mqd_v9_4_3` fills it (`compute_current_logic_xcc_id` 0,
+/// `compute_tg_chunk_size` 1, `cp_mqd_stride_size` 2048, and the master XCC's
+/// `cp_hqd_pq_control` without `NO_UPDATE_RPTR`), and the MEC maps it. A partition of two XCCs
+/// fails the queue by name, with nothing mapped.
+#[test]
+fn gc_9_4_3_queues_get_the_master_xccs_mqd() {
+    let gfx942 = |xccs| {
+        let h = TestHost::new(HOST).with_gpu(|n| {
+            n.gfx_target_version = 90402;
+            n.num_xcc = xccs;
+        });
+        BaremetalPlatform::new(h).unwrap()
+    };
+    let p = gfx942(1);
+    let q = gpu_queue(&p);
+    let m = p.host().mapped.lock().unwrap()[0].mqd;
+    let d = m.v9_mqd().dwords();
+    assert_eq!((d[39], d[41], d[226]), (0, 1, 2048));
+    assert_eq!((d[40], d[42]), (u32::MAX, u32::MAX));
+    assert_eq!(d[145] & 1 << 27, 0, "NO_UPDATE_RPTR: {:#x}", d[145]);
+    assert_eq!(p.host().link.mapped(), 1);
+    q.destroy().unwrap();
+    let p = gfx942(2);
+    let e = AqlQueue::create(&p, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17)).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidQueueCreation, "{e}");
+    assert!(
+        e.detail().contains("node 1 is a partition of 2 XCCs"),
+        "{e}"
+    );
+    assert_eq!(p.host().link.mapped(), 0);
+    // gfx900: one MQD, NO_UPDATE_RPTR set, dwords 39-42 and 226 the masks and reserved.
+    let p = platform();
+    let q = gpu_queue(&p);
+    let d = p.host().mapped.lock().unwrap()[0].mqd.v9_mqd().dwords();
+    assert_eq!((d[39], d[41], d[226]), (u32::MAX, u32::MAX, 0));
+    assert_ne!(d[145] & 1 << 27, 0);
+    q.destroy().unwrap();
 }
 
 /// A host whose MEC doorbell range (`CP_MEC_DOORBELL_RANGE_LOWER/UPPER`) holds the grant
@@ -688,7 +783,8 @@ fn queues_of_a_vmid_reach_memory_through_its_page_tables() {
     assert_eq!(store(0x2222), 0);
     assert_eq!(word(&target, 2).load(Ordering::SeqCst), 0x2222);
     // After the flush the store faults: the handler gets exactly that page.
-    dev.invalidate_tlbs(PASID);
+    p.host().invalidate_tlbs(PASID).unwrap();
+    assert_eq!(p.host().link.served()[3], 1);
     let before = FAULTS[0].load(Ordering::SeqCst);
     assert_eq!(store(0x3333), 1, "the faulting dispatch does not complete");
     assert_eq!(word(&target, 2).load(Ordering::SeqCst), 0x2222);
@@ -708,4 +804,25 @@ fn queues_of_a_vmid_reach_memory_through_its_page_tables() {
     );
     queue.destroy().unwrap();
     p.set_memory_fault_handler(None).unwrap();
+}
+
+/// The `ring_id` the MEC model puts in a queue's IH entries is the one amdgpu's
+/// `gfx_v9_0_eop_irq` takes apart: pipe in bits 1..0, ME in 3..2, queue in 6..4.
+#[test]
+fn ih_entries_name_the_queue_as_amdgpu_decodes_ring_id() {
+    let at = sim::mec::QueueAddresses {
+        me: 1,
+        pipe: 2,
+        queue: 5,
+        vmid: 0,
+        ring_va: 0,
+        ring_host: 0,
+        ring_bytes: 4096,
+        queue_va: 0,
+        queue_host: 0,
+        doorbell_dword: 0,
+    };
+    let id = at.ring_id();
+    assert_eq!((id & 0x03, (id & 0x0c) >> 2, (id & 0x70) >> 4), (2, 1, 5));
+    assert_eq!(id, 0x56);
 }

@@ -8,21 +8,20 @@
 //!   [`PacketProcessor`] over the ring the guest mapped until the header at the read index is
 //!   INVALID; a barrier waiting for a dependency is re-tried every 100 µs.
 //! - Kernels run in [`hsa_emu::device::run_kernel_dispatch`] over guest RAM
-//!   ([`GuestMemory`]: guest-physical address = file offset = the guest's virtual address).
+//!   ([`GpuView`]: guest-physical address = file offset = the guest's virtual address, or
+//!   through the queue's page tables).
 //! - A completion signal with an event decremented → a soc15 IH entry (client `GRBM_CP`,
 //!   source `CP_END_OF_PIPE`, `src_data[0]` = event id) in the guest's IH ring, the write
 //!   pointer write-back advanced (Release after the entry), then MSI-X vector 0 raised by
 //!   signalling the VM's eventfd 0. Several signals before QEMU reads the eventfd merge into
 //!   one MSI, which the guest's drain handles.
-//! - Queues come and go through the KIQ (the firmware's `SET_KIQ` says where its ring is):
-//!   on the command vector, the device reads the packets between its read pointer and the
-//!   write pointer the guest stored at the KIQ's poll address, and serves `MAP_QUEUES` from the
-//!   MQD bytes at `mqd_addr` only ([`V9Mqd::load_compute`], then the checks a MEC relies on:
-//!   the packet's doorbell equals the MQD's, the write-pointer address is the MQD's),
-//!   `UNMAP_QUEUES` by doorbell offset, `QUERY_STATUS` by writing its fence, `SET_RESOURCES`;
-//!   it refuses anything else, naming the field, and then skips the rest of the batch (so
-//!   the batch's fence is never written, as on a MEC that hit a bad packet). It serves every
-//!   mapped queue on a doorbell.
+//! - Queues come and go through the KIQ, as the MEC model shared with the in-process
+//!   simulation ([`crate::mec`]) serves it: on the command vector (the KIQ's doorbell), the
+//!   packets between its read pointer and the write pointer the guest stored at the KIQ's poll
+//!   address (`MAP_QUEUES` from the MQD bytes at `mqd_addr` only, `UNMAP_QUEUES`,
+//!   `QUERY_STATUS`, `INVALIDATE_TLBS`, `SET_RESOURCES`); a refused packet is named in the
+//!   control page's message and the rest of its batch skipped. It serves every mapped queue
+//!   on a doorbell.
 //! - Every entry carries its queue's VMID (the MQD's `cp_hqd_vmid`) and that VMID's PASID.
 //! - A queue whose VMID has a context (`SET_VM`) reaches memory only through its page tables
 //!   ([`crate::vm`]): its ring and `amd_queue_t` when it is mapped, its signals and event
@@ -48,26 +47,20 @@ use hsa_baremetal::ih::{IhEntry, IH_ENTRY_BYTES, WPTR_OVERFLOW};
 use hsa_baremetal::irq::{
     cp_bad_opcode_context, CLIENT_GRBM_CP, SOURCE_CP_BAD_OPCODE, SOURCE_CP_END_OF_PIPE,
 };
-use hsa_core::abi::queue::AmdQueue;
 use hsa_core::abi::signal::AmdSignal;
 use hsa_core::abi::SignalHandle;
 use hsa_core::packet_processor::{
-    DecodedAgentDispatch, DecodedKernelDispatch, PacketProcessor, ProcessorHost, Progress,
-    RingConsumer,
+    DecodedAgentDispatch, DecodedKernelDispatch, ProcessorHost, Progress,
 };
-use hsa_core::queue::ring::Ring;
 use hsa_core::signal::raw::RawSignal;
-use hsa_core::wire::kiq::{EngineSel, KiqPacket, UnmapQueues};
-use hsa_core::wire::mqd::{V9Mqd, V9_MQD_DWORDS};
-use hsa_core::wire::pm4::Header;
-use hsa_core::{error, Error, GpuVa, Status};
+use hsa_core::{Error, GpuVa, Status};
 use hsa_gfx9::aperture::Apertures;
-use hsa_gfx9::exec::DeviceMemory;
 use hsa_gfx9::Gfx9Target;
 use rustix::event::{poll, PollFd, PollFlags};
 
+use crate::mec::{Mec, QueueAddresses, Served, AMD_QUEUE_BYTES};
 use crate::protocol::*;
-use crate::vm::{GpuView, PhysMemory, VmContext, VmFault};
+use crate::vm::{GpuView, PhysMemory, VmFault};
 
 /// LDS per work-group of the device, bytes (gfx9).
 const LDS_BYTES: u32 = 64 * 1024;
@@ -75,19 +68,9 @@ const LDS_BYTES: u32 = 64 * 1024;
 /// hundred bytes, and reading (and allocating) 64 KiB per dispatch cost ~30 µs of the empty
 /// dispatch's latency. A kernel that branches past it stops with an illegal instruction.
 const CODE_BYTES: u64 = 4096;
-/// `sizeof(amd_queue_t)`.
-const AMD_QUEUE_BYTES: u64 = 256;
-/// `offsetof(amd_queue_t, read_dispatch_id)`: the read pointer's report address is this far
-/// into the queue's `amd_queue_t` (ROCR's layout, which the device needs to find the
-/// indices the packet processor reads).
-const READ_DISPATCH_ID_OFFSET: u64 = 128;
-/// `offsetof(amd_queue_t, write_dispatch_id)`.
-const WRITE_DISPATCH_ID_OFFSET: u64 = 56;
 /// The doorbell dwords this device serves: doorbell [`QUEUE_DOORBELL_INDEX`] (2 dwords).
 const DOORBELL_DWORDS: std::ops::Range<u32> =
     2 * QUEUE_DOORBELL_INDEX..2 * QUEUE_DOORBELL_INDEX + 2;
-/// Dwords of the longest packet the KIQ reader takes (MAP_PROCESS, 17).
-const KIQ_PACKET_MAX_DWORDS: usize = 17;
 
 /// A shared mapping of a file (guest RAM, or the ivshmem shared memory).
 pub struct Mapping {
@@ -161,54 +144,6 @@ impl PhysMemory for Mapping {
     }
 }
 
-/// Guest RAM as the interpreter sees it: one flat address space from 0, every access
-/// bounds-checked.
-pub struct GuestMemory<'a>(pub &'a Mapping);
-
-impl DeviceMemory for GuestMemory<'_> {
-    /// The host's `CLOCK_MONOTONIC` in nanoseconds (the emulated device's clock).
-    fn clock_counter(&self) -> u64 {
-        let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-    }
-
-    fn read(&self, addr: u64, buf: &mut [u8]) -> hsa_core::Result<()> {
-        let p = self.0.at(addr, buf.len() as u64).ok_or_else(|| {
-            error!(
-                Status::MemoryFault,
-                "memory fault: read at {addr:#x} ({} bytes) outside guest RAM",
-                buf.len()
-            )
-        })?;
-        // SAFETY: inside the live mapping (checked); `buf` is our own buffer.
-        unsafe { std::ptr::copy(p, buf.as_mut_ptr(), buf.len()) };
-        Ok(())
-    }
-
-    fn write(&self, addr: u64, data: &[u8]) -> hsa_core::Result<()> {
-        let p = self.0.at(addr, data.len() as u64).ok_or_else(|| {
-            error!(
-                Status::MemoryFault,
-                "memory fault: write at {addr:#x} ({} bytes) outside guest RAM",
-                data.len()
-            )
-        })?;
-        // SAFETY: as in `read`; the mapping is writable.
-        unsafe { std::ptr::copy(data.as_ptr(), p, data.len()) };
-        Ok(())
-    }
-
-    fn atomic_rmw_u32(&self, addr: u64, op: &mut dyn FnMut(u32) -> u32) -> hsa_core::Result<u32> {
-        let w = self.0.u32(addr).ok_or_else(|| {
-            error!(
-                Status::MemoryFault,
-                "memory fault: atomic at {addr:#x} outside guest RAM or not 4-aligned"
-            )
-        })?;
-        Ok(crate::vm::rmw_u32(w, op))
-    }
-}
-
 /// What the device did (read by the test).
 #[derive(Debug, Default)]
 pub struct DeviceStats {
@@ -274,38 +209,6 @@ struct IhWriter {
     overflow: bool,
 }
 
-struct Hqd {
-    processor: PacketProcessor,
-    /// The doorbell's dword offset (`DOORBELL_OFFSET`).
-    doorbell_dword: u32,
-    blocked: bool,
-    /// Where the queue's addresses are: its VMID and the ring's and `amd_queue_t`'s GPU and
-    /// host addresses.
-    at: QueueAddresses,
-}
-
-/// A mapped queue's VMID (`cp_hqd_vmid`), and the GPU addresses of its ring and `amd_queue_t`
-/// with the host addresses the packet processor reaches them at.
-#[derive(Clone, Copy, Debug)]
-struct QueueAddresses {
-    vmid: u8,
-    ring_va: u64,
-    ring_host: u64,
-    queue_va: u64,
-    queue_host: u64,
-    /// The doorbell dword offset.
-    doorbell_dword: u32,
-}
-
-/// The KIQ's ring, as the firmware set it up (`SET_KIQ`), and the device's read pointer.
-struct KiqReader {
-    ring: u64,
-    dwords: u32,
-    wptr_addr: u64,
-    /// Dwords consumed since setup.
-    rptr: u64,
-}
-
 #[derive(Default)]
 struct Faults {
     drop: u64,
@@ -337,10 +240,8 @@ pub struct Device {
 
 struct State {
     ih: Option<IhWriter>,
-    /// The GPUVM context of each VMID the firmware set up (`SET_VM`).
-    vms: [Option<VmContext>; 16],
-    kiq: Option<KiqReader>,
-    hqds: Vec<Hqd>,
+    /// The KIQ, the HQDs and the VMIDs' page tables (`SET_KIQ`, `SET_VM`).
+    mec: Mec,
     faults: Faults,
     merge_left: u64,
     started: Instant,
@@ -348,16 +249,6 @@ struct State {
     woke: Option<Instant>,
     /// The last kernel had one work-item.
     small: bool,
-}
-
-impl State {
-    /// The PASID of `vmid`'s context (0 for VMID 0 or one the firmware did not set up).
-    fn pasid(&self, vmid: u8) -> u16 {
-        self.vms
-            .get(usize::from(vmid))
-            .and_then(Option::as_ref)
-            .map_or(0, |v| v.pasid)
-    }
 }
 
 fn push(v: &Mutex<Vec<u64>>, d: std::time::Duration) {
@@ -400,9 +291,7 @@ impl Device {
     pub fn run(&self) {
         let mut st = State {
             ih: None,
-            vms: std::array::from_fn(|_| None),
-            kiq: None,
-            hqds: Vec::new(),
+            mec: Mec::new(DOORBELL_DWORDS),
             faults: Faults::default(),
             merge_left: 0,
             started: Instant::now(),
@@ -410,7 +299,7 @@ impl Device {
             small: false,
         };
         loop {
-            let blocked = st.hqds.iter().any(|h| h.blocked);
+            let blocked = st.mec.hqds.iter().any(|h| h.blocked);
             let timeout = rustix::time::Timespec {
                 tv_sec: if blocked { 0 } else { 1 },
                 tv_nsec: if blocked { 100_000 } else { 0 },
@@ -521,11 +410,6 @@ impl Device {
     /// `SH_MEM_BASES` (`arg 3`).
     fn set_vm(&self, st: &mut State) -> Result<(), String> {
         let (vmid, base, pasid, bases) = (self.arg(0), self.arg(1), self.arg(2), self.arg(3));
-        if !(1..16).contains(&vmid) || pasid == 0 || pasid > u64::from(u16::MAX) {
-            return Err(format!(
-                "SET_VM: VMID {vmid} is not 1..=15 or PASID {pasid:#x} is not 1..=0xffff"
-            ));
-        }
         let runs = Apertures::AMDKFD_GFX9.sh_mem_bases();
         if bases != u64::from(runs) {
             return Err(format!(
@@ -533,293 +417,38 @@ impl Device {
                  apertures ({runs:#x}) only"
             ));
         }
-        let vm = VmContext::new(&self.ram, base, pasid as u16, runs)
-            .map_err(|e| format!("SET_VM: {e}"))?;
-        st.vms[vmid as usize] = Some(vm);
-        Ok(())
+        st.mec
+            .set_vm(&self.ram, vmid, base, pasid, runs)
+            .map_err(|e| format!("SET_VM: {e}"))
     }
 
     fn set_kiq(&self, st: &mut State) -> Result<(), String> {
-        let (ring, dwords, wptr) = (self.arg(0), self.arg(1), self.arg(2));
-        if !dwords.is_power_of_two() || !(64..=1 << 20).contains(&dwords) {
-            return Err(format!(
-                "KIQ ring of {dwords} dwords is not a power of two in 64..=2^20"
-            ));
-        }
-        if ring % 4 != 0 || self.ram.at(ring, 4 * dwords).is_none() || self.ram.u64(wptr).is_none()
-        {
-            return Err(format!(
-                "KIQ ring {ring:#x} ({dwords} dwords) or write-pointer poll address {wptr:#x} \
-                 is not in guest RAM"
-            ));
-        }
-        st.kiq = Some(KiqReader {
-            ring,
-            dwords: dwords as u32,
-            wptr_addr: wptr,
-            rptr: 0,
-        });
-        Ok(())
+        st.mec
+            .set_kiq(&self.ram, self.arg(0), self.arg(1), self.arg(2))
     }
 
-    /// Runs the KIQ's packets up to the write pointer the guest published.
+    /// Runs the KIQ's packets up to the write pointer the guest published (guest RAM is both
+    /// the untranslated and the physical memory).
     fn serve_kiq(&self, st: &mut State) {
-        let Some(k) = st.kiq.as_ref() else {
-            return;
-        };
-        let (ring, mask) = (k.ring, u64::from(k.dwords) - 1);
-        // Acquire pairs with the guest's Release store after it wrote the packets.
-        let wptr = self
-            .ram
-            .u64(k.wptr_addr)
-            .map_or(0, |w| w.load(Ordering::Acquire));
-        let mut rptr = k.rptr;
-        let dword = |i: u64| {
-            self.ram
-                .u32(ring + 4 * (i & mask))
-                .map_or(0, |w| u32::from_le(w.load(Ordering::Acquire)))
-        };
-        while rptr < wptr {
-            let header = dword(rptr);
-            let len = Header::parse(header)
-                .packet_dwords()
-                .filter(|&n| n <= KIQ_PACKET_MAX_DWORDS);
-            let result = match len {
-                None => Err(format!(
-                    "KIQ header {header:#010x} at dword {rptr} is not a queue-management packet"
-                )),
-                Some(n) if rptr + n as u64 > wptr => Err(format!(
-                    "KIQ packet {header:#010x} at dword {rptr} runs past the write pointer {wptr}"
-                )),
-                Some(n) => {
-                    let words: Vec<u32> = (0..n as u64).map(|i| dword(rptr + i)).collect();
-                    rptr += n as u64;
-                    KiqPacket::parse(&words)
-                        .map_err(|e| format!("KIQ packet at dword {}: {e}", rptr - n as u64))
-                        .and_then(|p| self.kiq_packet(st, &p))
-                }
+        let stats = &self.stats;
+        let r = st.mec.serve_kiq(&self.ram, &self.ram, &mut |s| {
+            let counter = match s {
+                Served::Mapped => &stats.kiq_maps,
+                Served::Unmapped(_) => &stats.kiq_unmaps,
+                Served::Fenced => &stats.kiq_fences,
+                Served::Invalidated(_) => &stats.kiq_invalidations,
+                Served::Resources => return,
             };
-            if let Err(m) = result {
-                // A MEC stops at a packet it refuses; the batch's fence is never written.
-                self.tell(&m);
-                self.stats
-                    .kiq_refused
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(m);
-                rptr = wptr;
-            }
-        }
-        if let Some(k) = st.kiq.as_mut() {
-            k.rptr = rptr;
-        }
-    }
-
-    fn kiq_packet(&self, st: &mut State, p: &KiqPacket) -> Result<(), String> {
-        match *p {
-            KiqPacket::MapQueues(m) => self.map_queue(st, &m),
-            KiqPacket::UnmapQueues(UnmapQueues::Doorbells {
-                engine_sel: EngineSel::Compute,
-                doorbell_offsets,
-                count,
-                ..
-            }) => {
-                for &db in &doorbell_offsets[..usize::from(count)] {
-                    let Some(i) = st.hqds.iter().position(|h| h.doorbell_dword == db) else {
-                        return Err(format!(
-                            "UNMAP_QUEUES doorbell_offset {db:#x}: no queue is mapped there"
-                        ));
-                    };
-                    st.hqds.remove(i);
-                }
-                self.stats.kiq_unmaps.fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            }
-            KiqPacket::QueryStatus(q) => {
-                let Some(w) = self.ram.u64(q.addr) else {
-                    return Err(format!(
-                        "QUERY_STATUS addr {:#x} is not an 8-aligned word of guest RAM",
-                        q.addr
-                    ));
-                };
-                w.store(q.data.to_le(), Ordering::Release);
-                self.stats.kiq_fences.fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            }
-            KiqPacket::SetResources(_) => Ok(()),
-            KiqPacket::InvalidateTlbs(t) => {
-                let mut flushed = 0;
-                for vm in st.vms.iter().flatten().filter(|v| v.pasid == t.pasid) {
-                    vm.invalidate();
-                    flushed += 1;
-                }
-                if flushed == 0 {
-                    return Err(format!(
-                        "INVALIDATE_TLBS pasid {:#x}: no VMID of this device has that PASID",
-                        t.pasid
-                    ));
-                }
-                self.stats.kiq_invalidations.fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            }
-            other => Err(format!("KIQ packet {other:?} is not served by this device")),
-        }
-    }
-
-    /// `MAP_QUEUES`: the queue is what the MQD at `mqd_addr` says.
-    fn map_queue(&self, st: &mut State, m: &hsa_core::wire::kiq::MapQueues) -> Result<(), String> {
-        if m.engine_sel != EngineSel::Compute as u8 || m.extended_engine_sel != 0 {
-            return Err(format!(
-                "MAP_QUEUES engine_sel {} (extended {}): this device has compute queues only",
-                m.engine_sel, m.extended_engine_sel
-            ));
-        }
-        if m.num_queues != 1 {
-            return Err(format!(
-                "MAP_QUEUES num_queues {}: the packet carries one MQD",
-                m.num_queues
-            ));
-        }
-        let mut bytes = [0u8; V9_MQD_DWORDS * 4];
-        GuestMemory(&self.ram)
-            .read(m.mqd_addr, &mut bytes)
-            .map_err(|e| format!("MAP_QUEUES mqd_addr {:#x}: {e}", m.mqd_addr))?;
-        let mqd = V9Mqd::from_dwords(std::array::from_fn(|i| {
-            u32::from_le_bytes([
-                bytes[4 * i],
-                bytes[4 * i + 1],
-                bytes[4 * i + 2],
-                bytes[4 * i + 3],
-            ])
-        }));
-        let hqd = mqd
-            .load_compute(DOORBELL_DWORDS, true)
-            .map_err(|e| format!("MAP_QUEUES mqd_addr {:#x}: {e}", m.mqd_addr))?;
-        if m.doorbell_offset != hqd.doorbell_dword {
-            return Err(format!(
-                "MAP_QUEUES doorbell_offset {:#x} differs from the MQD's DOORBELL_OFFSET {:#x}",
-                m.doorbell_offset, hqd.doorbell_dword
-            ));
-        }
-        if m.wptr_addr != hqd.write_ptr {
-            return Err(format!(
-                "MAP_QUEUES wptr_addr {:#x} differs from the MQD's cp_hqd_pq_wptr_poll_addr {:#x}",
-                m.wptr_addr, hqd.write_ptr
-            ));
-        }
-        if st
-            .hqds
-            .iter()
-            .any(|h| h.doorbell_dword == hqd.doorbell_dword)
-        {
-            return Err(format!(
-                "MAP_QUEUES doorbell_offset {:#x}: a queue is already mapped there",
-                hqd.doorbell_dword
-            ));
-        }
-        let amd_queue = hqd.read_ptr.wrapping_sub(READ_DISPATCH_ID_OFFSET);
-        if hqd.write_ptr != amd_queue.wrapping_add(WRITE_DISPATCH_ID_OFFSET) {
-            return Err(format!(
-                "MQD read pointer {:#x} and write pointer {:#x} are not one amd_queue_t's \
-                 read_dispatch_id and write_dispatch_id",
-                hqd.read_ptr, hqd.write_ptr
-            ));
-        }
-        let (ring, ring_bytes) = (hqd.ring, hqd.ring_size_bytes);
-        let packets = ring_bytes / 64;
-        if !packets.is_power_of_two() || packets > u64::from(u32::MAX) {
-            return Err(format!(
-                "ring of {ring_bytes} bytes is not 64 * a power of two"
-            ));
-        }
-        let vmid = mqd.cp_hqd_vmid;
-        let vm = match vmid {
-            0 => None,
-            1..=15 => Some(st.vms[vmid as usize].as_ref().ok_or_else(|| {
-                format!(
-                    "MQD cp_hqd_vmid {vmid}: the firmware gave that VMID no page tables \
-                     (VM_CONTEXT{vmid}_PAGE_TABLE_BASE_ADDR is 0)"
-                )
-            })?),
-            _ => return Err(format!("MQD cp_hqd_vmid {vmid} is past 15")),
-        };
-        // The CP reaches the ring and amd_queue_t through the queue's VMID.
-        let host = |va: u64, len: u64| match vm {
-            Some(vm) => vm
-                .host_range(&self.ram, va, len, true)
-                .map_err(|f| format!("VMID {vmid}: {}", f.why)),
-            None => self
-                .ram
-                .at(va, len)
-                .ok_or_else(|| format!("{va:#x} (+{len}) is not in guest RAM")),
-        };
-        let ring_p = host(ring, ring_bytes).map_err(|e| format!("ring {ring:#x}: {e}"))?;
-        let queue_p = host(amd_queue, AMD_QUEUE_BYTES)
-            .map_err(|e| format!("amd_queue_t {amd_queue:#x}: {e}"))?;
-        if let Some(vm) = vm {
-            // The apertures the queue's code is told (ROCR's amd_queue_t fields) must be the
-            // ones SH_MEM_BASES gives its waves.
-            let a = Apertures::from_sh_mem_bases(vm.sh_mem_bases);
-            let word = |off: usize| {
-                // SAFETY: inside the 256 bytes of amd_queue_t reached above, 4-aligned.
-                unsafe { (queue_p.add(off) as *const AtomicU32).as_ref() }
-                    .map_or(0, |w| u32::from_le(w.load(Ordering::Acquire)))
-            };
-            for (field, off, base) in [
-                (
-                    "group_segment_aperture_base_hi",
-                    std::mem::offset_of!(AmdQueue, group_segment_aperture_base_hi),
-                    a.shared_base(),
-                ),
-                (
-                    "private_segment_aperture_base_hi",
-                    std::mem::offset_of!(AmdQueue, private_segment_aperture_base_hi),
-                    a.private_base(),
-                ),
-            ] {
-                let (got, want) = (word(off), (base >> 32) as u32);
-                if got != want {
-                    return Err(format!(
-                        "amd_queue_t {amd_queue:#x}: {field} {got:#x} is not SH_MEM_BASES \
-                         {:#x}'s {want:#x}",
-                        vm.sh_mem_bases
-                    ));
-                }
-            }
-        }
-        if ring_p as usize % 64 != 0 || queue_p as usize % 64 != 0 {
-            return Err(format!(
-                "ring {ring:#x} or amd_queue_t {amd_queue:#x} is not 64-byte aligned"
-            ));
-        }
-        // SAFETY: both inside guest RAM, which stays mapped as long as the device (checked
-        // above), 64-aligned, the size a power of two; the guest keeps them valid until its
-        // UNMAP_QUEUES, which drops this processor first.
-        let ring = unsafe {
-            Ring::new(
-                NonNull::new(ring_p).ok_or("null ring")?,
-                packets as u32,
-                NonNull::new(queue_p.cast::<AmdQueue>()).ok_or("null amd_queue_t")?,
-            )
-        };
-        // SAFETY: one HQD per doorbell (checked above): this processor is the ring's only
-        // consumer.
-        let consumer = unsafe { RingConsumer::new(ring) };
-        st.hqds.push(Hqd {
-            processor: PacketProcessor::new(consumer),
-            doorbell_dword: hqd.doorbell_dword,
-            blocked: false,
-            at: QueueAddresses {
-                vmid: vmid as u8,
-                ring_va: hqd.ring,
-                ring_host: ring_p as u64,
-                queue_va: amd_queue,
-                queue_host: queue_p as u64,
-                doorbell_dword: hqd.doorbell_dword,
-            },
+            counter.fetch_add(1, Ordering::Relaxed);
         });
-        self.stats.kiq_maps.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        if let Err(m) = r {
+            self.tell(&m);
+            self.stats
+                .kiq_refused
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(m);
+        }
     }
 
     fn set_ih(&self, st: &mut State) -> Result<(), String> {
@@ -845,7 +474,7 @@ impl Device {
     }
 
     fn serve_queue(&self, st: &mut State) {
-        let mut hqds = std::mem::take(&mut st.hqds);
+        let mut hqds = std::mem::take(&mut st.mec.hqds);
         for hqd in &mut hqds {
             // The doorbell carried no value: the write index is in amd_queue_t
             // (write_dispatch_id, the CP's write-pointer poll address). Acquire pairs with
@@ -887,15 +516,15 @@ impl Device {
             }
         }
         // Queues mapped while these ran (none: the KIQ is served between doorbells) stay.
-        hqds.append(&mut st.hqds);
-        st.hqds = hqds;
+        hqds.append(&mut st.mec.hqds);
+        st.mec.hqds = hqds;
     }
 
     /// A walk of `vmid`'s tables failed: the GFX hub's `UTCL2` entry, and the IH interrupt.
     fn vm_fault(&self, st: &mut State, vmid: u8, fault: &VmFault) {
         self.stats.vm_faults.fetch_add(1, Ordering::Relaxed);
         eprintln!("device: VMID {vmid} page fault: {}", fault.why);
-        let entry = fault.entry(vmid, st.pasid(vmid));
+        let entry = fault.entry(vmid, st.mec.pasid(vmid));
         if self.push_entry(st, &entry.encode()) {
             self.raise_ih(st);
         }
@@ -991,7 +620,7 @@ impl Ctx<'_, '_> {
     fn reach(&self, va: u64, len: u64) -> Result<*mut u8, String> {
         let mut st = self.st.borrow_mut();
         let st: &mut State = &mut st;
-        let r = match st.vms[usize::from(self.at.vmid)].as_ref() {
+        let r = match st.mec.vms[usize::from(self.at.vmid)].as_ref() {
             Some(vm) => vm.host_range(&self.dev.ram, va, len, true),
             None => {
                 return self
@@ -1029,7 +658,10 @@ impl ProcessorHost for Ctx<'_, '_> {
         d.queue_address = GpuVa(self.gpu_address(d.queue_address.get()));
         let t = Instant::now();
         let (r, fault) = {
-            let view = GpuView::new(&self.dev.ram, st.vms[usize::from(self.at.vmid)].as_ref());
+            let view = GpuView::new(
+                &self.dev.ram,
+                st.mec.vms[usize::from(self.at.vmid)].as_ref(),
+            );
             let r = hsa_emu::device::run_kernel_dispatch(
                 &d,
                 self.dev.target,
@@ -1120,7 +752,7 @@ impl ProcessorHost for Ctx<'_, '_> {
                 client_id: CLIENT_GRBM_CP,
                 source_id: SOURCE_CP_END_OF_PIPE,
                 vmid: self.at.vmid,
-                pasid: st.pasid(self.at.vmid),
+                pasid: st.mec.pasid(self.at.vmid),
                 src_data: [event_id, 0, 0, 0],
                 ..IhEntry::default()
             }
@@ -1144,8 +776,9 @@ impl ProcessorHost for Ctx<'_, '_> {
         let entry = IhEntry {
             client_id: CLIENT_GRBM_CP,
             source_id: SOURCE_CP_END_OF_PIPE,
+            ring_id: self.at.ring_id(),
             vmid: self.at.vmid,
-            pasid: st.pasid(self.at.vmid),
+            pasid: st.mec.pasid(self.at.vmid),
             timestamp: st.started.elapsed().as_nanos() as u64,
             src_data: [event_id, 0, 0, 0],
             ..IhEntry::default()
@@ -1190,8 +823,9 @@ impl ProcessorHost for Ctx<'_, '_> {
         let entry = IhEntry {
             client_id: CLIENT_GRBM_CP,
             source_id: SOURCE_CP_BAD_OPCODE,
+            ring_id: self.at.ring_id(),
             vmid: self.at.vmid,
-            pasid: st.pasid(self.at.vmid),
+            pasid: st.mec.pasid(self.at.vmid),
             src_data: [
                 cp_bad_opcode_context(self.at.doorbell_dword / 2, code),
                 0,

@@ -2,25 +2,36 @@
 //! system memory identity-mapped for the "GPU", a doorbell "BAR", an IH ring, its write-pointer
 //! word and a register block with the read-pointer register; a Condvar wait-for-interrupt that
 //! counts how it slept and why it woke. `fake_host.rs` plays the GPU by hand, and
-//! `simulated_device.rs` lets a [`SimDevice`](super::SimDevice) serve [`TestHost::link`].
+//! `simulated_device.rs` lets a [`SimDevice`](super::SimDevice) serve [`TestHost::link`]: the
+//! host then maps queues and flushes TLBs through a KIQ ring in a firmware page of its own
+//! ([`hsa_baremetal::kiq::Kiq`], as the unikernel's host does), whose doorbell the link's MEC
+//! serves.
 #![allow(unsafe_code)]
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use hsa_baremetal::kiq::{Kiq, KiqConfig};
 use hsa_baremetal::{
     CarveOut, CarveOutKind, DoorbellAperture, Host, IhRingConfig, QueueMapping, RegisterLocation,
 };
 use hsa_core::platform::NodeProperties;
-use hsa_core::{DoorbellIndex, Error, GpuVa, NodeId, PhysAddr};
+use hsa_core::wire::kiq::KiqPacket;
+use hsa_core::{DoorbellIndex, Error, GpuVa, NodeId, PhysAddr, Status};
 
-use super::{lock, DeviceLink, SimHost};
+use super::{lock, DeviceLink, SimHost, Window};
 
 /// Doorbells granted to the platform, from [`HostConfig::first_doorbell`].
 const DOORBELL_COUNT: u32 = 32;
 /// Size of the register block holding the IH read-pointer register, bytes.
 const IH_REGS_BYTES: usize = 256;
+/// The KIQ ring, dwords (4 KiB), then its write-pointer poll word and its fence.
+const KIQ_RING_DWORDS: u32 = 1024;
+/// The firmware page block holding the KIQ, bytes.
+const KIQ_BYTES: usize = 8192;
+/// How long the host waits for a KIQ fence, ns.
+const KIQ_TIMEOUT_NS: u64 = 5_000_000_000;
 
 /// The sizes a test picks for its [`TestHost`].
 #[derive(Clone, Copy, Debug)]
@@ -37,8 +48,8 @@ pub struct HostConfig {
     pub rptr_offset: usize,
     /// `cpu_cores_count` of the CPU node.
     pub cpu_cores: u32,
-    /// Whether `map_queue`/`unmap_queue` also go to [`TestHost::link`] (they are recorded
-    /// either way); off to map queues the link refuses (two on one ring).
+    /// Whether `map_queue`/`unmap_queue` also go through the KIQ to [`TestHost::link`]'s MEC
+    /// (they are recorded either way); off to map queues the MEC refuses (two on one ring).
     pub forward_to_link: bool,
 }
 
@@ -58,9 +69,14 @@ pub struct TestHost {
     /// The IH write-pointer write-back (word 0: byte offset, bit 0 `RB_OVERFLOW`).
     pub ih_wptr: Box<[AtomicU64]>,
     ih_regs: Box<[AtomicU64]>,
+    /// The firmware's KIQ block: ring, write-pointer poll word, fence.
+    kiq_mem: Box<[AtomicU64]>,
+    /// The KIQ this host writes (when it forwards to the link).
+    kiq: Mutex<Option<Kiq>>,
     carve: Vec<CarveOut>,
     nodes: Vec<NodeProperties>,
-    /// What `ih_overflow_clear` (and, if [`HostConfig::forward_to_link`], queue mapping) calls.
+    /// What `ih_overflow_clear` (and, if [`HostConfig::forward_to_link`], the KIQ's doorbell)
+    /// calls.
     pub link: DeviceLink,
     /// Every mapping `map_queue` accepted, in order.
     pub mapped: Mutex<Vec<QueueMapping>>,
@@ -134,6 +150,27 @@ impl TestHost {
             gfx_target_version: 90010,
             ..Default::default()
         };
+        let kiq_mem = words(KIQ_BYTES);
+        let kiq_base = kiq_mem.as_ptr() as usize;
+        let kiq_config =
+            KiqConfig::identity_block(kiq_base, KIQ_RING_DWORDS).expect("the KIQ block");
+        let link = DeviceLink::new();
+        let kiq = config.forward_to_link.then(|| {
+            // The firmware's step: the MEC reads this ring (GPU address = CPU address).
+            let block = Window {
+                gpu: kiq_base as u64,
+                virt: kiq_base,
+                size: KIQ_BYTES as u64,
+            };
+            // CP_MEC_DOORBELL_RANGE covers the grant.
+            let dwords = 2 * first..2 * end;
+            link.set_kiq(&carve, block, &kiq_config, dwords)
+                .expect("the KIQ block");
+            // SAFETY: the ring, poll word and fence lie in `kiq_mem`, a box this host owns
+            // for its whole life (its address stays when the host moves), identity-mapped for
+            // the device; only this Kiq writes the ring and the poll word.
+            unsafe { Kiq::new(&kiq_config) }.expect("the KIQ config")
+        });
         TestHost {
             config,
             sys,
@@ -141,9 +178,11 @@ impl TestHost {
             ih: words(config.ih_bytes),
             ih_wptr: words(8),
             ih_regs: words(IH_REGS_BYTES),
+            kiq_mem,
+            kiq: Mutex::new(kiq),
             carve,
             nodes: vec![cpu, gpu],
-            link: DeviceLink::new(),
+            link,
             mapped: Mutex::new(Vec::new()),
             unmapped: Mutex::new(Vec::new()),
             wakes: Mutex::new(0),
@@ -156,6 +195,12 @@ impl TestHost {
             mec_range: Mutex::new(None),
             start: Instant::now(),
         }
+    }
+
+    /// The host with its GPU node's properties changed by `f` (before a platform is made).
+    pub fn with_gpu(mut self, f: impl FnOnce(&mut NodeProperties)) -> TestHost {
+        f(&mut self.nodes[1]);
+        self
     }
 
     /// The value in doorbell slot `i` of the BAR.
@@ -188,13 +233,56 @@ impl TestHost {
         self.sys[i].load(Ordering::SeqCst)
     }
 
+    /// Submits `packets` to the KIQ, rings its doorbell (the link's MEC serves them) and waits
+    /// for the batch's fence.
+    ///
+    /// # Errors
+    /// `status` with the MEC's message when it refused a packet of the batch (the fence is
+    /// then never written); `Status::Error` when the host does not forward to the link; as
+    /// `Kiq::submit` and `Kiq::wait`.
+    pub fn kiq_packets(&self, packets: &[KiqPacket], status: Status) -> Result<(), Error> {
+        self.kiq_batch(|kiq, ring| kiq.submit(packets, ring), status)
+    }
+
+    /// The KIQ's `INVALIDATE_TLBS` for `pasid` (legacy flush, the GFX hub), fenced.
+    ///
+    /// # Errors
+    /// As [`kiq_packets`](TestHost::kiq_packets).
+    pub fn invalidate_tlbs(&self, pasid: u16) -> Result<(), Error> {
+        self.kiq_batch(
+            |kiq, ring| kiq.invalidate_tlbs(pasid, 0, false, ring),
+            Status::Error,
+        )
+    }
+
+    fn kiq_batch(
+        &self,
+        submit: impl FnOnce(&mut Kiq, &dyn Fn(u64)) -> Result<u64, Error>,
+        status: Status,
+    ) -> Result<(), Error> {
+        let mut kiq = lock(&self.kiq);
+        let Some(kiq) = kiq.as_mut() else {
+            hsa_core::bail!(
+                Status::Error,
+                "this host has no KIQ (forward_to_link is off)"
+            );
+        };
+        let refused = self.link.refused().len();
+        let seq = submit(kiq, &|_| self.link.kiq_doorbell())?;
+        if let Some(m) = self.link.refused().get(refused) {
+            hsa_core::bail!(status, "the MEC refused the KIQ batch: {m}");
+        }
+        kiq.wait(self, seq, KIQ_TIMEOUT_NS)
+    }
+
     /// Nanoseconds since the host was made: its timestamp, at 1 GHz.
     pub fn ns(&self) -> u64 {
         self.start.elapsed().as_nanos() as u64
     }
 }
 
-// SAFETY: every address handed out points into boxes this value owns for its whole life; the
+// SAFETY: every address handed out points into boxes this value owns for its whole life (the
+// KIQ's block is not handed to the platform); the
 // system carve-out is identity-mapped and inside `sys`, the VRAM carve-out has no CPU mapping
 // and does not overlap it; the doorbell grant `first_doorbell .. first_doorbell + 32` fits the
 // BAR and the read-pointer register fits its 256-byte block (`new` checks both); only the
@@ -216,14 +304,26 @@ unsafe impl Host for TestHost {
     }
     unsafe fn map_queue(&self, mapping: &QueueMapping) -> Result<(), Error> {
         if self.config.forward_to_link {
-            self.link.map(mapping)?;
+            // An HQD slot per granted doorbell: MEC1, pipe and queue from its index.
+            let i = mapping
+                .doorbell
+                .get()
+                .wrapping_sub(self.config.first_doorbell);
+            let (pipe, queue) = (((i / 8) % 4) as u8, (i % 8) as u8);
+            self.kiq_batch(
+                |kiq, ring| kiq.map_queue(mapping, 1, pipe, queue, ring),
+                Status::InvalidQueueCreation,
+            )?;
         }
         lock(&self.mapped).push(*mapping);
         Ok(())
     }
     fn unmap_queue(&self, mapping: &QueueMapping) -> Result<(), Error> {
         if self.config.forward_to_link {
-            self.link.unmap(mapping)?;
+            self.kiq_batch(
+                |kiq, ring| kiq.unmap_queue(mapping, ring),
+                Status::InvalidQueue,
+            )?;
         }
         lock(&self.unmapped).push(mapping.doorbell);
         Ok(())

@@ -4,10 +4,14 @@
 //!
 //! It plays the parts of the hardware that [`BaremetalPlatform`] talks to, over ordinary
 //! memory the host describes through [`Host`]:
-//! - **HQDs**: the host's `map_queue`/`unmap_queue` forward to a [`DeviceLink`] (fixed array,
-//!   no heap, so a firmware-style host can embed it); each mapped queue gets a
-//!   [`PacketProcessor`] over the ring and `amd_queue_t` its MQD image names (the
-//!   [`QueueMapping`]'s `mqd_virt`, checked as a MEC checks it: `V9Mqd::load_compute`).
+//! - **MEC and KIQ**: the model the VM test's device uses too ([`mec`]). The host maps and
+//!   unmaps queues and flushes TLBs as amdgpu does, through a KIQ ring in memory
+//!   ([`hsa_baremetal::kiq::Kiq`]); its KIQ doorbell is [`DeviceLink::kiq_doorbell`], where
+//!   the MEC serves the packets at once: `MAP_QUEUES` takes a queue only from the MQD image at
+//!   `mqd_addr` (what a MEC checks, each refusal named), `UNMAP_QUEUES` frees it,
+//!   `QUERY_STATUS` writes the batch's fence, `INVALIDATE_TLBS` drops a PASID's translations.
+//!   Each mapped queue gets a [`PacketProcessor`](hsa_core::packet_processor::PacketProcessor)
+//!   over the ring and `amd_queue_t` its MQD names.
 //! - **Doorbells**: it polls the 64-bit doorbell slot of every mapped queue. The value is the
 //!   index of the last published packet (what `AqlQueue::ring_doorbell` stores), so it
 //!   processes while `read_index <= doorbell` or while a barrier is blocked (the CP re-checks
@@ -17,7 +21,8 @@
 //!   a soc15 IH entry (client `GRBM_CP` 0x14, source `CP_END_OF_PIPE` 181,
 //!   `src_data[0]` = event id: amdkfd `kfd_int_process_v9.c`), advances the IH write pointer
 //!   write-back (Release after the entry) and calls [`BaremetalPlatform::on_interrupt`], as
-//!   the host's ISR would.
+//!   the host's ISR would. Entries carry the queue's `ring_id` (queue, ME, pipe), VMID and
+//!   PASID.
 //! - **IH overflow**: a write that would make the write pointer reach the host's read-pointer
 //!   register sets `RB_OVERFLOW` (bit 0) in the write-back and keeps writing, overwriting the
 //!   oldest entry (`IH_RB_CNTL.WPTR_OVERFLOW_ENABLE` = 1, as Linux programs it); the host's
@@ -29,8 +34,8 @@
 //!   kernel memory only through them, with the VM test's walker ([`vm`], over the
 //!   carve-outs' physical addresses); a walk that fails writes the GFX hub's `UTCL2` entry
 //!   and raises the interrupt, and the kernel's access fails (its queue stops). Translations
-//!   are kept until [`SimDevice::invalidate_tlbs`]. VMID 0 reaches the carve-outs by GPU
-//!   address, untranslated.
+//!   are kept until the KIQ's `INVALIDATE_TLBS` for the context's PASID. VMID 0 reaches the
+//!   carve-outs by GPU address, untranslated.
 //!
 //! Device-side memory access is atomic (the platform's side is volatile, as for real MMIO and
 //! DMA; aligned 4- and 8-byte accesses are single-copy atomic on the targets we run on).
@@ -39,8 +44,7 @@
 #![allow(dead_code)]
 #![allow(unsafe_code)]
 
-use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -50,18 +54,15 @@ use hsa_baremetal::ih::{IhEntry, IH_ENTRY_BYTES, WPTR_OVERFLOW};
 use hsa_baremetal::irq::{
     cp_bad_opcode_context, CLIENT_GRBM_CP, SOURCE_CP_BAD_OPCODE, SOURCE_CP_END_OF_PIPE,
 };
-use hsa_baremetal::{BaremetalPlatform, Host, QueueMapping};
-use hsa_core::abi::queue::AmdQueue;
+use hsa_baremetal::kiq::KiqConfig;
+use hsa_baremetal::{BaremetalPlatform, CarveOut, Host};
 use hsa_core::abi::signal::AmdSignal;
 use hsa_core::abi::SignalHandle;
 use hsa_core::packet_processor::{
-    DecodedAgentDispatch, DecodedKernelDispatch, PacketProcessor, ProcessorHost, Progress,
-    RingConsumer,
+    DecodedAgentDispatch, DecodedKernelDispatch, ProcessorHost, Progress,
 };
 use hsa_core::platform::Platform;
-use hsa_core::queue::ring::Ring;
 use hsa_core::signal::raw::RawSignal;
-use hsa_core::wire::mqd::{V9Mqd, V9_MQD_DWORDS};
 use hsa_core::{Error, EventId, GpuVa, Status};
 
 // Test crates only (integration tests build with cfg(test)): the firmware example brings its
@@ -73,32 +74,62 @@ pub mod host;
 #[path = "../qemu/vm.rs"]
 pub mod vm;
 
+/// The MEC model the VM test's device uses too (`tests/qemu/mec.rs`).
+#[path = "../qemu/mec.rs"]
+pub mod mec;
+
+use mec::{Mec, QueueAddresses, Served};
 use vm::{PhysMemory, VmContext, VmFault};
 
-/// Hardware queue descriptors (HQDs) the simulated device has.
-pub const MAX_HQDS: usize = 8;
 /// Packets one queue processes before the device looks at the next queue.
 const BATCH_PACKETS: u32 = 64;
-/// `sizeof(amd_queue_t)`, bytes.
-const AMD_QUEUE_BYTES: u64 = 256;
-/// The dword of `cp_hqd_vmid` in `struct v9_mqd`.
-const CP_HQD_VMID_DWORD: usize = 131;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The state the host and the device share besides memory: the HQD table (written by the
-/// host's `map_queue`/`unmap_queue`) and the `IH_RB_CNTL.WPTR_OVERFLOW_CLEAR` request. No heap:
-/// a `static` or a field of a firmware host.
+/// The state the host and the device share besides memory: the MEC (its KIQ, HQDs and
+/// VMIDs, [`mec::Mec`]: the model the QEMU test's device uses too), the memory the MEC reaches,
+/// and the `IH_RB_CNTL.WPTR_OVERFLOW_CLEAR` request. `const`-constructible: a `static` or a
+/// field of a firmware host.
+///
+/// The host maps queues as amdgpu does, through the KIQ ([`hsa_baremetal::kiq::Kiq`]); its
+/// KIQ doorbell is [`kiq_doorbell`](DeviceLink::kiq_doorbell), where this device's MEC serves
+/// the packets at once (so a host waits for no device thread).
 #[derive(Debug)]
 pub struct DeviceLink {
-    /// (generation, mapping) per HQD. The device holds this lock for a whole pass, so
-    /// `unmap` returning means the device no longer touches the queue.
-    hqds: spin::Mutex<[Option<(u64, QueueMapping)>; MAX_HQDS]>,
-    next_generation: AtomicU64,
+    /// The MEC. The device holds this lock for a whole pass, so an `UNMAP_QUEUES` served
+    /// (under it) means the device no longer touches the queue.
+    mec: spin::Mutex<MecState>,
     overflow_clear: AtomicBool,
 }
+
+/// The MEC and what it reaches.
+struct MecState {
+    mec: Mec,
+    /// What the CP reaches by GPU address (VMID 0: the carve-outs and the KIQ's memory).
+    by_gpu: Vec<Window>,
+    /// What page tables name: the carve-outs by physical address.
+    by_phys: Vec<Window>,
+    /// Packets served: maps, unmaps, fences, TLB invalidations.
+    served: [u64; 4],
+    /// The KIQ packets refused, by name, in order.
+    refused: Vec<String>,
+}
+
+impl std::fmt::Debug for MecState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MecState")
+            .field("hqds", &self.mec.hqds.len())
+            .field("served", &self.served)
+            .field("refused", &self.refused)
+            .finish()
+    }
+}
+
+// SAFETY: the HQDs' processors point into memory the host keeps mapped for the link's life
+// (the carve-outs); the TLBs are plain maps. Everything is reached only under the spin lock.
+unsafe impl Send for MecState {}
 
 impl Default for DeviceLink {
     fn default() -> Self {
@@ -106,108 +137,141 @@ impl Default for DeviceLink {
     }
 }
 
-/// `mapping` with the ring, its size, the read and write pointers and the `amd_queue_t` the
-/// MQD image at `mapping.mqd_virt` names (the `amd_queue_t` holding the read pointer at
-/// `read_dispatch_id`, offset 128).
-fn from_mqd(mapping: &QueueMapping) -> Result<QueueMapping, Error> {
-    let bad = Status::InvalidQueueCreation;
-    if mapping.mqd_virt == 0 || mapping.mqd_virt % 4 != 0 {
-        hsa_core::bail!(
-            bad,
-            "MQD at CPU address {:#x} is not readable",
-            mapping.mqd_virt
-        );
-    }
-    let mut d = [0u32; V9_MQD_DWORDS];
-    for (i, w) in d.iter_mut().enumerate() {
-        // SAFETY: the platform wrote the 2048-byte image at `mqd_virt` (a CPU-visible page it
-        // keeps until unmap_queue returned); 4-aligned (checked).
-        *w = unsafe { ((mapping.mqd_virt + 4 * i) as *const u32).read_volatile() };
-    }
-    let hqd = V9Mqd::from_dwords(d).load_compute(0..1 << 26, true)?;
-    if hqd.doorbell_dword != mapping.doorbell.get() * 2 {
-        hsa_core::bail!(
-            bad,
-            "MQD DOORBELL_OFFSET {:#x} is not doorbell {}'s",
-            hqd.doorbell_dword,
-            mapping.doorbell.get()
-        );
-    }
-    Ok(QueueMapping {
-        ring: GpuVa(hqd.ring),
-        ring_size_bytes: hqd.ring_size_bytes,
-        read_pointer: GpuVa(hqd.read_ptr),
-        write_pointer: GpuVa(hqd.write_ptr),
-        amd_queue: GpuVa(hqd.read_ptr.wrapping_sub(128)),
-        ..*mapping
-    })
+/// The carve-outs of `carve_outs` with a CPU mapping, by GPU address (`by_phys` false) or by
+/// physical address.
+pub fn windows(carve_outs: &[CarveOut], by_phys: bool) -> Vec<Window> {
+    carve_outs
+        .iter()
+        .filter_map(|c| {
+            Some(Window {
+                gpu: if by_phys {
+                    c.phys_base.get()
+                } else {
+                    c.gpu_va.get()
+                },
+                virt: c.virt_base?,
+                size: c.size_bytes,
+            })
+        })
+        .collect()
 }
 
 impl DeviceLink {
-    /// No queue mapped.
+    /// No KIQ, no queue mapped.
     pub const fn new() -> DeviceLink {
         DeviceLink {
-            hqds: spin::Mutex::new([None; MAX_HQDS]),
-            next_generation: AtomicU64::new(1),
+            mec: spin::Mutex::new(MecState {
+                mec: Mec::new(0..1 << 26),
+                by_gpu: Vec::new(),
+                by_phys: Vec::new(),
+                served: [0; 4],
+                refused: Vec::new(),
+            }),
             overflow_clear: AtomicBool::new(false),
         }
     }
 
-    /// `Host::map_queue`: takes a free HQD for the queue the MQD image at `mapping.mqd_virt`
-    /// describes, as a MEC loads it: the ring, its size, the read and write pointers come
-    /// from the image ([`V9Mqd::load_compute`]), not from the mapping's other fields.
+    /// The firmware's MEC and KIQ setup (amdgpu's `gfx_v9_0_kiq_init_queue`): a fresh MEC
+    /// whose `CP_MEC_DOORBELL_RANGE` is doorbell dwords `doorbell_dwords`, reaching the host's
+    /// `carve_outs` and `kiq_memory` (the block holding the ring, its write-pointer poll word
+    /// and the fence; GPU address = CPU address), reading the KIQ ring of `config`.
     ///
     /// # Errors
-    /// `Status::OutOfResources` when all [`MAX_HQDS`] are taken; `Status::InvalidQueueCreation`
-    /// when the MQD is one a MEC refuses (its field named), its doorbell is not the mapping's,
-    /// or the doorbell or the ring already has a queue.
-    pub fn map(&self, mapping: &QueueMapping) -> Result<(), Error> {
-        let mapping = &from_mqd(mapping)?;
-        let mut hqds = self.hqds.lock();
-        let taken = hqds
-            .iter()
-            .flatten()
-            .any(|(_, m)| m.doorbell == mapping.doorbell || m.ring == mapping.ring);
-        if taken {
-            hsa_core::bail!(
-                Status::InvalidQueueCreation,
-                "doorbell {} or ring {:#x} already has an HQD",
-                mapping.doorbell.get(),
-                mapping.ring.get()
-            );
-        }
-        let Some(free) = hqds.iter_mut().find(|h| h.is_none()) else {
-            hsa_core::bail!(Status::OutOfResources, "all {MAX_HQDS} HQDs are in use");
-        };
-        let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
-        *free = Some((generation, *mapping));
-        Ok(())
+    /// `Status::InvalidArgument` naming what the MEC cannot reach.
+    pub fn set_kiq(
+        &self,
+        carve_outs: &[CarveOut],
+        kiq_memory: Window,
+        config: &KiqConfig,
+        doorbell_dwords: std::ops::Range<u32>,
+    ) -> Result<(), Error> {
+        let mut st = self.mec.lock();
+        st.mec = Mec::new(doorbell_dwords);
+        st.by_gpu = windows(carve_outs, false);
+        st.by_gpu.push(kiq_memory);
+        st.by_phys = windows(carve_outs, true);
+        let st = &mut *st;
+        st.mec
+            .set_kiq(
+                &Windows(&st.by_gpu),
+                config.ring_virt as u64,
+                config.ring_dwords.into(),
+                config.wptr_poll_virt as u64,
+            )
+            .map_err(|e| hsa_core::error!(Status::InvalidArgument, "{e}"))
     }
 
-    /// `Host::unmap_queue`: frees the HQD of `mapping.doorbell`. Waits for the device's
-    /// current pass (the HQD lock), so afterwards the device no longer reads the ring.
+    /// The firmware's GPUVM setup of `vmid` (1..=15): its page-table base (the PDB2's PDE,
+    /// naming memory of a carve-out by physical address), PASID and amdkfd's gfx9
+    /// `SH_MEM_BASES`. Queues whose MQD names `vmid` reach memory through it.
     ///
     /// # Errors
-    /// `Status::InvalidQueue` when no HQD serves that doorbell.
-    pub fn unmap(&self, mapping: &QueueMapping) -> Result<(), Error> {
-        let mut hqds = self.hqds.lock();
-        let Some(slot) = hqds
-            .iter_mut()
-            .find(|h| h.is_some_and(|(_, m)| m.doorbell == mapping.doorbell))
-        else {
-            hsa_core::bail!(
-                Status::InvalidQueue,
-                "no HQD serves doorbell {}",
-                mapping.doorbell.get()
-            );
-        };
-        *slot = None;
-        Ok(())
+    /// `Status::InvalidArgument` naming what is wrong with the VMID, the PASID or the base.
+    pub fn set_vm(
+        &self,
+        carve_outs: &[CarveOut],
+        vmid: u8,
+        page_table_base: u64,
+        pasid: u16,
+    ) -> Result<(), Error> {
+        let sh_mem_bases = hsa_core::platform::SegmentApertures::AMDKFD_GFX9.sh_mem_bases();
+        let mut st = self.mec.lock();
+        st.by_phys = windows(carve_outs, true);
+        let st = &mut *st;
+        st.mec
+            .set_vm(
+                &Windows(&st.by_phys),
+                vmid.into(),
+                page_table_base,
+                pasid.into(),
+                sh_mem_bases,
+            )
+            .map_err(|e| hsa_core::error!(Status::InvalidArgument, "{e}"))
+    }
+
+    /// The KIQ's doorbell: the MEC serves the packets up to the write pointer the host stored
+    /// (a refused packet is kept in [`refused`](DeviceLink::refused), and the rest of its
+    /// batch, fence included, skipped).
+    pub fn kiq_doorbell(&self) {
+        let mut st = self.mec.lock();
+        let st = &mut *st;
+        let served = &mut st.served;
+        let r = st
+            .mec
+            .serve_kiq(&Windows(&st.by_gpu), &Windows(&st.by_phys), &mut |s| {
+                let i = match s {
+                    Served::Mapped => 0,
+                    Served::Unmapped(_) => 1,
+                    Served::Fenced => 2,
+                    Served::Invalidated(_) => 3,
+                    Served::Resources => return,
+                };
+                served[i] += 1;
+            });
+        if let Err(m) = r {
+            st.refused.push(m);
+        }
+    }
+
+    /// The KIQ packets the MEC refused, by name, in order.
+    pub fn refused(&self) -> Vec<String> {
+        self.mec.lock().refused.clone()
+    }
+
+    /// KIQ packets served so far: `MAP_QUEUES`, `UNMAP_QUEUES`, `QUERY_STATUS` fences,
+    /// `INVALIDATE_TLBS`.
+    pub fn served(&self) -> [u64; 4] {
+        self.mec.lock().served
     }
 
     /// HQDs in use.
     pub fn mapped(&self) -> usize {
-        self.hqds.lock().iter().flatten().count()
+        self.mec.lock().mec.hqds.len()
+    }
+
+    /// The PASID of `vmid`'s context (0 for VMID 0 or one without page tables).
+    fn pasid(&self, vmid: u8) -> u16 {
+        self.mec.lock().mec.pasid(vmid)
     }
 
     /// `Host::ih_overflow_clear`: the `WPTR_OVERFLOW_CLEAR` register write.
@@ -223,20 +287,25 @@ pub trait SimHost: Host {
     fn link(&self) -> &DeviceLink;
 }
 
-/// A CPU-visible carve-out: GPU addresses `gpu .. gpu + size` are host addresses `virt ..`.
+/// CPU-visible memory the device reaches: device addresses `gpu .. gpu + size` (GPU or
+/// physical, as the view says) are host addresses `virt ..`.
 #[derive(Clone, Copy, Debug)]
-struct Window {
-    gpu: u64,
-    virt: usize,
-    size: u64,
+pub struct Window {
+    /// The first device address.
+    pub gpu: u64,
+    /// Its host address.
+    pub virt: usize,
+    /// Bytes.
+    pub size: u64,
 }
 
-/// The CPU-visible carve-outs by physical address: what the page tables name.
-struct PhysWindows(Vec<Window>);
+/// A view of memory made of windows (by GPU address, or by physical address: what the page
+/// tables name).
+pub struct Windows<'w>(pub &'w [Window]);
 
-impl PhysMemory for PhysWindows {
+impl PhysMemory for Windows<'_> {
     fn at(&self, addr: u64, len: u64) -> Option<*mut u8> {
-        translate(&self.0, addr, len).map(|p| p as *mut u8)
+        translate(self.0, addr, len).map(|p| p as *mut u8)
     }
 }
 
@@ -253,7 +322,7 @@ pub struct KernelCtx<'k> {
     pub dispatch: &'k DecodedKernelDispatch,
     windows: &'k [Window],
     /// The queue's GPUVM context and the physical memory, when it has one.
-    vm: Option<(&'k VmContext, &'k PhysWindows)>,
+    vm: Option<(&'k VmContext, &'k Windows<'k>)>,
     /// The first walk that failed.
     fault: std::cell::RefCell<Option<VmFault>>,
 }
@@ -266,7 +335,7 @@ impl KernelCtx<'_> {
         }
         let p = match self.vm {
             Some((vm, phys)) => match vm.translate(phys, va, write) {
-                Ok(pa) => translate(&phys.0, pa, size)?,
+                Ok(pa) => translate(phys.0, pa, size)?,
                 Err(f) => {
                     self.fault.borrow_mut().get_or_insert(f);
                     return None;
@@ -350,24 +419,13 @@ impl IhWriter {
     }
 }
 
-struct SimQueue {
-    generation: u64,
-    hqd: u8,
-    /// The MQD's `cp_hqd_vmid`.
-    vmid: u8,
-    processor: PacketProcessor,
-    blocked: bool,
-}
-
 /// The simulated GPU. Drive it with [`run`](SimDevice::run) on its own thread (or
 /// [`poll`](SimDevice::poll) by hand).
 pub struct SimDevice<'a, H: SimHost> {
     platform: &'a BaremetalPlatform<H>,
     windows: Vec<Window>,
-    /// The CPU-visible carve-outs by physical address.
-    phys: PhysWindows,
-    /// The GPUVM context of each VMID the firmware set up ([`SimDevice::set_vm`]).
-    vms: Mutex<[Option<VmContext>; 16]>,
+    /// The CPU-visible carve-outs by physical address: what page tables name.
+    phys: Vec<Window>,
     /// `UTCL2` fault entries written.
     vm_faults: AtomicU64,
     doorbell_base: usize,
@@ -375,10 +433,7 @@ pub struct SimDevice<'a, H: SimHost> {
     mailbox_count: u64,
     ih: Mutex<IhWriter>,
     kernels: Mutex<HashMap<u64, Arc<KernelFn<'a>>>>,
-    queues: Mutex<HashMap<u32, SimQueue>>,
     errors: Mutex<Vec<(u32, Error)>>,
-    /// Generations of mappings already seen (attached or found attached): attach once.
-    attached: Mutex<HashSet<u64>>,
     packets: AtomicU64,
     eop_interrupts: AtomicU64,
 }
@@ -387,36 +442,12 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
     /// A device over the memory, doorbells and IH ring that `platform`'s host describes.
     pub fn new(platform: &'a BaremetalPlatform<H>) -> SimDevice<'a, H> {
         let host = platform.host();
-        let windows = host
-            .carve_outs()
-            .iter()
-            .filter_map(|c| {
-                Some(Window {
-                    gpu: c.gpu_va.get(),
-                    virt: c.virt_base?,
-                    size: c.size_bytes,
-                })
-            })
-            .collect();
-        let phys = PhysWindows(
-            host.carve_outs()
-                .iter()
-                .filter_map(|c| {
-                    Some(Window {
-                        gpu: c.phys_base.get(),
-                        virt: c.virt_base?,
-                        size: c.size_bytes,
-                    })
-                })
-                .collect(),
-        );
         let ih = host.ih_ring();
         let mailbox_base = platform.event_mailbox(EventId(0)).map_or(0, |m| m.get());
         SimDevice {
             platform,
-            windows,
-            phys,
-            vms: Mutex::new(std::array::from_fn(|_| None)),
+            windows: windows(host.carve_outs(), false),
+            phys: windows(host.carve_outs(), true),
             vm_faults: AtomicU64::new(0),
             doorbell_base: host.doorbells().virt_base,
             mailbox_base,
@@ -430,49 +461,21 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
                 overflow: false,
             }),
             kernels: Mutex::new(HashMap::new()),
-            queues: Mutex::new(HashMap::new()),
             errors: Mutex::new(Vec::new()),
-            attached: Mutex::new(HashSet::new()),
             packets: AtomicU64::new(0),
             eop_interrupts: AtomicU64::new(0),
         }
     }
 
-    /// The firmware's GPUVM setup of `vmid` (1..=15): its page-table base (the PDB2's PDE,
-    /// `hsa_baremetal::gpuvm::GpuVm::root_pde`, naming memory of a carve-out by physical
-    /// address) and its PASID. Queues whose MQD names `vmid` reach memory through it from
-    /// their next mapping on.
+    /// The firmware's GPUVM setup of `vmid` ([`DeviceLink::set_vm`] over the host's
+    /// carve-outs). Queues mapped afterwards whose MQD names `vmid` reach memory through it.
     ///
     /// # Errors
-    /// `Status::InvalidArgument` naming what is wrong with `vmid` or the base.
+    /// As [`DeviceLink::set_vm`].
     pub fn set_vm(&self, vmid: u8, page_table_base: u64, pasid: u16) -> Result<(), Error> {
-        if !(1..16).contains(&vmid) {
-            hsa_core::bail!(Status::InvalidArgument, "VMID {vmid} is not 1..=15");
-        }
-        let sh_mem_bases = hsa_core::platform::SegmentApertures::AMDKFD_GFX9.sh_mem_bases();
-        let vm = VmContext::new(&self.phys, page_table_base, pasid, sh_mem_bases)
-            .map_err(|e| hsa_core::error!(Status::InvalidArgument, "{e}"))?;
-        lock(&self.vms)[usize::from(vmid)] = Some(vm);
-        Ok(())
-    }
-
-    /// The firmware's `INVALIDATE_TLBS` for `pasid`: drops the translations kept for it.
-    pub fn invalidate_tlbs(&self, pasid: u16) {
-        for vm in lock(&self.vms)
-            .iter()
-            .flatten()
-            .filter(|v| v.pasid == pasid)
-        {
-            vm.invalidate();
-        }
-    }
-
-    /// The PASID of `vmid`'s context (0 for VMID 0 or one without page tables).
-    fn pasid(&self, vmid: u8) -> u16 {
-        lock(&self.vms)
-            .get(usize::from(vmid))
-            .and_then(Option::as_ref)
-            .map_or(0, |v| v.pasid)
+        let host = self.platform.host();
+        host.link()
+            .set_vm(host.carve_outs(), vmid, page_table_base, pasid)
     }
 
     /// `UTCL2` fault entries written so far.
@@ -487,28 +490,6 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
         self.raise();
     }
 
-    /// `len` bytes at `va` as queue `vmid` reaches them: through its page tables (a failed
-    /// walk writes its `UTCL2` entry), or by GPU address for VMID 0.
-    fn reach(&self, vmid: u8, va: u64, len: u64) -> Result<usize, String> {
-        if vmid == 0 {
-            return translate(&self.windows, va, len)
-                .ok_or_else(|| format!("{va:#x} (+{len}) is not in CPU-visible memory"));
-        }
-        let vms = lock(&self.vms);
-        let Some(vm) = vms[usize::from(vmid)].as_ref() else {
-            return Err(format!("VMID {vmid} has no page tables"));
-        };
-        match vm.host_range(&self.phys, va, len, true) {
-            Ok(p) => Ok(p as usize),
-            Err(f) => {
-                let pasid = vm.pasid;
-                drop(vms);
-                self.vm_fault(vmid, pasid, &f);
-                Err(format!("VMID {vmid}: {}", f.why))
-            }
-        }
-    }
-
     /// Makes dispatches of `kernel_object` run `f`.
     pub fn register_kernel(
         &self,
@@ -521,8 +502,9 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
     /// The value in doorbell slot `index` of the aperture.
     pub fn doorbell_value(&self, index: u32) -> u64 {
         // SAFETY: the platform checked that every granted doorbell fits the host's aperture,
-        // which the host keeps mapped; `index` comes from a mapping (a granted doorbell) or
-        // the caller's grant; 8-aligned. The platform's stores are volatile 8-byte stores.
+        // which the host keeps mapped; `index` comes from a mapped queue's MQD (admitted only
+        // inside the grant's doorbell range) or the caller's grant; 8-aligned. The platform's
+        // stores are volatile 8-byte stores.
         let slot = unsafe { &*((self.doorbell_base + 8 * index as usize) as *const AtomicU64) };
         slot.load(Ordering::Acquire)
     }
@@ -554,137 +536,37 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
         lock(&self.errors).clone()
     }
 
-    /// Processor for a newly seen mapping, or an error naming what is attached.
-    fn attach(
-        &self,
-        mapping: &QueueMapping,
-        vmid: u8,
-        generation: u64,
-        hqd: u8,
-    ) -> Result<SimQueue, Error> {
-        let size_packets = mapping.ring_size_bytes / 64;
-        if !size_packets.is_power_of_two() || size_packets > u64::from(u32::MAX) {
-            hsa_core::bail!(
-                Status::InvalidQueueCreation,
-                "ring_size_bytes {} is not 64 * a power of two",
-                mapping.ring_size_bytes
-            );
-        }
-        let ring = self
-            .reach(vmid, mapping.ring.get(), mapping.ring_size_bytes)
-            .ok();
-        let queue = self
-            .reach(vmid, mapping.amd_queue.get(), AMD_QUEUE_BYTES)
-            .ok();
-        let (Some(ring), Some(queue)) = (
-            ring.and_then(|p| NonNull::new(p as *mut u8)),
-            queue.and_then(|p| NonNull::new(p as *mut AmdQueue)),
-        ) else {
-            hsa_core::bail!(
-                Status::InvalidQueueCreation,
-                "ring {:#x} or amd_queue {:#x} is not in CPU-visible memory",
-                mapping.ring.get(),
-                mapping.amd_queue.get()
-            );
-        };
-        if ring.as_ptr() as usize % 64 != 0 || queue.as_ptr() as usize % 64 != 0 {
-            hsa_core::bail!(
-                Status::InvalidQueueCreation,
-                "ring {:#x} or amd_queue {:#x} is not 64-byte aligned",
-                mapping.ring.get(),
-                mapping.amd_queue.get()
-            );
-        }
-        // SAFETY: both lie in a carve-out the host keeps mapped (checked by `translate`),
-        // 64-aligned (checked), the size is a power of two; `Host::map_queue`'s caller keeps
-        // them valid until `unmap_queue`, after which this device drops the processor before
-        // its next access (the HQD lock is held over every pass).
-        let ring = unsafe { Ring::new(ring, size_packets as u32, queue) };
-        // SAFETY: the link gives each ring at most one HQD, and this device is the only
-        // consumer of HQD rings.
-        let consumer = unsafe { RingConsumer::new(ring) };
-        Ok(SimQueue {
-            generation,
-            hqd,
-            vmid,
-            processor: PacketProcessor::new(consumer),
-            blocked: false,
-        })
-    }
-
     /// One pass over every mapped queue: processes what its doorbell announced (and re-checks
     /// blocked barriers). Returns the packets completed.
     pub fn poll(&self) -> u32 {
         let link = self.platform.host().link();
-        let hqds = link.hqds.lock();
-        let mut queues = lock(&self.queues);
-        queues.retain(|db, q| {
-            hqds.iter()
-                .flatten()
-                .any(|(g, m)| m.doorbell.get() == *db && *g == q.generation)
-        });
+        let mut st = link.mec.lock();
+        let Mec { hqds, vms, .. } = &mut st.mec;
         let mut done = 0;
-        for (hqd, (generation, mapping)) in hqds
-            .iter()
-            .enumerate()
-            .filter_map(|(i, h)| h.map(|h| (i, h)))
-        {
-            let db = mapping.doorbell.get();
-            let q = match queues.entry(db) {
-                Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(v) => {
-                    if !lock(&self.attached).insert(generation) {
-                        continue; // reported once already
-                    }
-                    // SAFETY: the image the mapping was taken from (read at map, 4-aligned):
-                    // the platform keeps it until unmap_queue returned, and the HQD lock
-                    // held here keeps the mapping.
-                    let vmid = unsafe {
-                        ((mapping.mqd_virt + 4 * CP_HQD_VMID_DWORD) as *const u32).read_volatile()
-                    };
-                    if vmid > 15 {
-                        lock(&self.errors).push((
-                            db,
-                            hsa_core::error!(
-                                Status::InvalidQueueCreation,
-                                "MQD cp_hqd_vmid {vmid} is past 15"
-                            ),
-                        ));
-                        continue;
-                    }
-                    let vmid = vmid as u8;
-                    match self.attach(&mapping, vmid, generation, hqd as u8) {
-                        Ok(q) => v.insert(q),
-                        Err(e) => {
-                            lock(&self.errors).push((db, e));
-                            continue;
-                        }
-                    }
-                }
-            };
-            if q.processor.stopped().is_some()
-                || (!q.blocked && q.processor.read_index() > self.doorbell_value(db))
+        for hqd in hqds.iter_mut() {
+            let db = hqd.at.doorbell_dword / 2;
+            if hqd.processor.stopped().is_some()
+                || (!hqd.blocked && hqd.processor.read_index() > self.doorbell_value(db))
             {
                 continue;
             }
             let ctx = QueueCtx {
                 dev: self,
-                doorbell: db,
-                hqd: q.hqd,
-                vmid: q.vmid,
+                at: hqd.at,
+                vms,
             };
             loop {
-                match q.processor.process(&ctx, BATCH_PACKETS) {
+                match hqd.processor.process(&ctx, BATCH_PACKETS) {
                     Progress::Processed(n) => {
                         done += n;
                         self.packets.fetch_add(u64::from(n), Ordering::Relaxed);
                     }
                     Progress::Idle => {
-                        q.blocked = false;
+                        hqd.blocked = false;
                         break;
                     }
                     Progress::Blocked => {
-                        q.blocked = true;
+                        hqd.blocked = true;
                         break;
                     }
                     Progress::Stopped(_) => break,
@@ -707,10 +589,41 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
 /// The packet processor's view of the device for one queue.
 struct QueueCtx<'d, 'a, H: SimHost> {
     dev: &'d SimDevice<'a, H>,
-    doorbell: u32,
-    hqd: u8,
-    /// The queue's VMID (0: untranslated).
-    vmid: u8,
+    at: QueueAddresses,
+    /// The MEC's VMID contexts (the pass holds the MEC's lock).
+    vms: &'d [Option<VmContext>; 16],
+}
+
+impl<H: SimHost> QueueCtx<'_, '_, H> {
+    /// The queue's VMID context, `None` for VMID 0 (untranslated).
+    fn vm(&self) -> Result<Option<&VmContext>, String> {
+        match self.at.vmid {
+            0 => Ok(None),
+            v => self.vms[usize::from(v)]
+                .as_ref()
+                .map(Some)
+                .ok_or_else(|| format!("VMID {v} has no page tables")),
+        }
+    }
+
+    fn pasid(&self) -> u16 {
+        self.vm().ok().flatten().map_or(0, |v| v.pasid)
+    }
+
+    /// `len` bytes at `va` as the queue reaches them: through its page tables (a failed walk
+    /// writes its `UTCL2` entry), or by GPU address for VMID 0.
+    fn reach(&self, va: u64, len: u64) -> Result<usize, String> {
+        let Some(vm) = self.vm()? else {
+            return translate(&self.dev.windows, va, len)
+                .ok_or_else(|| format!("{va:#x} (+{len}) is not in CPU-visible memory"));
+        };
+        vm.host_range(&Windows(&self.dev.phys), va, len, true)
+            .map(|p| p as usize)
+            .map_err(|f| {
+                self.dev.vm_fault(self.at.vmid, vm.pasid, &f);
+                format!("VMID {}: {}", self.at.vmid, f.why)
+            })
+    }
 }
 
 impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
@@ -724,21 +637,15 @@ impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
         };
         let kernarg = dispatch.kernarg_address.get();
         if kernarg != 0 {
-            if let Err(e) = self.dev.reach(self.vmid, kernarg, 8) {
+            if let Err(e) = self.reach(kernarg, 8) {
                 hsa_core::bail!(Status::MemoryFault, "kernarg_address {kernarg:#x}: {e}");
             }
         }
-        let vms = lock(&self.dev.vms);
-        let vm = match self.vmid {
-            0 => None,
-            v => Some((
-                vms[usize::from(v)].as_ref().ok_or_else(|| {
-                    hsa_core::error!(Status::MemoryFault, "VMID {v} has no page tables")
-                })?,
-                &self.dev.phys,
-            )),
-        };
-        let pasid = vm.map_or(0, |(v, _)| v.pasid);
+        let phys = Windows(&self.dev.phys);
+        let vm = self
+            .vm()
+            .map_err(|e| hsa_core::error!(Status::MemoryFault, "{e}"))?
+            .map(|v| (v, &phys));
         let ctx = KernelCtx {
             dispatch,
             windows: &self.dev.windows,
@@ -746,10 +653,8 @@ impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
             fault: std::cell::RefCell::new(None),
         };
         f(&ctx);
-        let fault = ctx.fault.take();
-        drop(vms);
-        if let Some(fault) = fault {
-            self.dev.vm_fault(self.vmid, pasid, &fault);
+        if let Some(fault) = ctx.fault.take() {
+            self.dev.vm_fault(self.at.vmid, self.pasid(), &fault);
             hsa_core::bail!(
                 Status::MemoryFault,
                 "memory fault: {} at {:#x}: {}",
@@ -771,7 +676,7 @@ impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
 
     fn resolve_signal(&self, handle: SignalHandle) -> Result<RawSignal, Error> {
         let ptr = if handle.0 % 64 == 0 {
-            self.dev.reach(self.vmid, handle.0, 64)
+            self.reach(handle.0, 64)
         } else {
             Err("not 64-byte aligned".into())
         };
@@ -790,7 +695,7 @@ impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
     fn write_mailbox(&self, mailbox: GpuVa, event_id: u32) -> Result<(), Error> {
         let off = mailbox.get().wrapping_sub(self.dev.mailbox_base);
         let slot = (self.dev.mailbox_base != 0 && off % 8 == 0 && off / 8 < self.dev.mailbox_count)
-            .then(|| self.dev.reach(self.vmid, mailbox.get(), 8).ok())
+            .then(|| self.reach(mailbox.get(), 8).ok())
             .flatten();
         let Some(slot) = slot else {
             hsa_core::bail!(
@@ -810,9 +715,9 @@ impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
         let entry = IhEntry {
             client_id: CLIENT_GRBM_CP,
             source_id: SOURCE_CP_END_OF_PIPE,
-            ring_id: self.hqd,
-            vmid: self.vmid,
-            pasid: self.dev.pasid(self.vmid),
+            ring_id: self.at.ring_id(),
+            vmid: self.at.vmid,
+            pasid: self.pasid(),
             timestamp: self.dev.platform.timestamp_ticks(),
             src_data: [event_id, 0, 0, 0],
             ..IhEntry::default()
@@ -830,16 +735,17 @@ impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
     /// (the processor stored the error into the queue's inactive signal before) and the
     /// interrupt.
     fn report_error(&self, error: &Error) {
-        lock(&self.dev.errors).push((self.doorbell, error.clone()));
+        let doorbell = self.at.doorbell_dword / 2;
+        lock(&self.dev.errors).push((doorbell, error.clone()));
         // As the MEC writes it: the doorbell id and the exception code in context_id0.
         let code = hsa_core::queue::inactive::exception_code(error.status()).unwrap_or(0);
         let entry = IhEntry {
             client_id: CLIENT_GRBM_CP,
             source_id: SOURCE_CP_BAD_OPCODE,
-            ring_id: self.hqd,
-            vmid: self.vmid,
-            pasid: self.dev.pasid(self.vmid),
-            src_data: [cp_bad_opcode_context(self.doorbell, code), 0, 0, 0],
+            ring_id: self.at.ring_id(),
+            vmid: self.at.vmid,
+            pasid: self.pasid(),
+            src_data: [cp_bad_opcode_context(doorbell, code), 0, 0, 0],
             ..IhEntry::default()
         };
         self.dev.inject(&entry.encode());
