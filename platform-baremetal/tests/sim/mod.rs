@@ -423,9 +423,6 @@ impl IhWriter {
 /// [`poll`](SimDevice::poll) by hand).
 pub struct SimDevice<'a, H: SimHost> {
     platform: &'a BaremetalPlatform<H>,
-    windows: Vec<Window>,
-    /// The CPU-visible carve-outs by physical address: what page tables name.
-    phys: Vec<Window>,
     /// `UTCL2` fault entries written.
     vm_faults: AtomicU64,
     doorbell_base: usize,
@@ -446,8 +443,6 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
         let mailbox_base = platform.event_mailbox(EventId(0)).map_or(0, |m| m.get());
         SimDevice {
             platform,
-            windows: windows(host.carve_outs(), false),
-            phys: windows(host.carve_outs(), true),
             vm_faults: AtomicU64::new(0),
             doorbell_base: host.doorbells().virt_base,
             mailbox_base,
@@ -541,7 +536,12 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
     pub fn poll(&self) -> u32 {
         let link = self.platform.host().link();
         let mut st = link.mec.lock();
-        let Mec { hqds, vms, .. } = &mut st.mec;
+        let MecState {
+            mec: Mec { hqds, vms, .. },
+            by_gpu,
+            by_phys,
+            ..
+        } = &mut *st;
         let mut done = 0;
         for hqd in hqds.iter_mut() {
             let db = hqd.at.doorbell_dword / 2;
@@ -554,6 +554,8 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
                 dev: self,
                 at: hqd.at,
                 vms,
+                by_gpu,
+                by_phys,
             };
             loop {
                 match hqd.processor.process(&ctx, BATCH_PACKETS) {
@@ -592,6 +594,10 @@ struct QueueCtx<'d, 'a, H: SimHost> {
     at: QueueAddresses,
     /// The MEC's VMID contexts (the pass holds the MEC's lock).
     vms: &'d [Option<VmContext>; 16],
+    /// What the queue reaches by GPU address at VMID 0 ([`MecState::by_gpu`]).
+    by_gpu: &'d [Window],
+    /// The carve-outs by physical address, what page tables name ([`MecState::by_phys`]).
+    by_phys: &'d [Window],
 }
 
 impl<H: SimHost> QueueCtx<'_, '_, H> {
@@ -614,10 +620,10 @@ impl<H: SimHost> QueueCtx<'_, '_, H> {
     /// writes its `UTCL2` entry), or by GPU address for VMID 0.
     fn reach(&self, va: u64, len: u64) -> Result<usize, String> {
         let Some(vm) = self.vm()? else {
-            return translate(&self.dev.windows, va, len)
+            return translate(self.by_gpu, va, len)
                 .ok_or_else(|| format!("{va:#x} (+{len}) is not in CPU-visible memory"));
         };
-        vm.host_range(&Windows(&self.dev.phys), va, len, true)
+        vm.host_range(&Windows(self.by_phys), va, len, true)
             .map(|p| p as usize)
             .map_err(|f| {
                 self.dev.vm_fault(self.at.vmid, vm.pasid, &f);
@@ -641,14 +647,14 @@ impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
                 hsa_core::bail!(Status::MemoryFault, "kernarg_address {kernarg:#x}: {e}");
             }
         }
-        let phys = Windows(&self.dev.phys);
+        let phys = Windows(self.by_phys);
         let vm = self
             .vm()
             .map_err(|e| hsa_core::error!(Status::MemoryFault, "{e}"))?
             .map(|v| (v, &phys));
         let ctx = KernelCtx {
             dispatch,
-            windows: &self.dev.windows,
+            windows: self.by_gpu,
             vm,
             fault: std::cell::RefCell::new(None),
         };
