@@ -116,6 +116,95 @@ pub unsafe trait TableMemory {
     fn table_at(&self, phys: u64) -> Option<usize>;
 }
 
+/// Table memory of one contiguous run of 4 KiB pages, handed out in order and never freed:
+/// what a firmware usually sets aside for a GPUVM context's tables (a chunk of a carve-out,
+/// or a static array of pages). Page `i` is at `phys + 4096 * i` for the GPU's page walker
+/// and at `virt + 4096 * i` for the CPU.
+#[derive(Debug)]
+pub struct TableRegion {
+    phys: u64,
+    virt: usize,
+    pages: usize,
+    next: usize,
+}
+
+impl TableRegion {
+    /// The `pages` pages from `phys` (GPU) / `virt` (CPU).
+    ///
+    /// # Safety
+    /// The `4096 * pages` bytes at `virt` are zeroed, mapped read-write for the CPU for as
+    /// long as the region (and a [`GpuVm`] over it) lives, used by nothing else meanwhile,
+    /// and the GPU reads the same bytes at `phys`.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` naming the address that is not 4 KiB aligned, or the region
+    /// when it passes the end of either address space.
+    pub unsafe fn new(phys: u64, virt: usize, pages: usize) -> Result<TableRegion, Error> {
+        let bad = Status::InvalidArgument;
+        if phys % TABLE_BYTES as u64 != 0 || virt % TABLE_BYTES != 0 {
+            hsa_core::bail!(
+                bad,
+                "table region: physical {phys:#x} or CPU address {virt:#x} is not 4 KiB aligned"
+            );
+        }
+        let bytes = pages.checked_mul(TABLE_BYTES);
+        let fits = bytes
+            .is_some_and(|b| virt.checked_add(b).is_some() && phys.checked_add(b as u64).is_some());
+        if !fits {
+            hsa_core::bail!(
+                bad,
+                "table region of {pages} pages at {phys:#x} (CPU {virt:#x}) passes the end of \
+                 the address space"
+            );
+        }
+        Ok(TableRegion {
+            phys,
+            virt,
+            pages,
+            next: 0,
+        })
+    }
+
+    /// Pages handed out so far.
+    pub fn used(&self) -> usize {
+        self.next
+    }
+
+    /// Pages in the region.
+    pub fn pages(&self) -> usize {
+        self.pages
+    }
+}
+
+// SAFETY: `new`'s contract makes every page of the region zeroed, 4 KiB aligned (checked),
+// mapped read-write at its CPU address and used by nothing else; each is handed out once (in
+// order), and `table_at` answers only for the page-aligned physical address of a page handed
+// out.
+unsafe impl TableMemory for TableRegion {
+    fn alloc_table(&mut self) -> Result<TablePage, Error> {
+        if self.next == self.pages {
+            hsa_core::bail!(
+                Status::OutOfResources,
+                "all {} page-table pages of the region at {:#x} are in use",
+                self.pages,
+                self.phys
+            );
+        }
+        let i = self.next;
+        self.next += 1;
+        Ok(TablePage {
+            phys: self.phys + (i * TABLE_BYTES) as u64,
+            virt: self.virt + i * TABLE_BYTES,
+        })
+    }
+
+    fn table_at(&self, phys: u64) -> Option<usize> {
+        let off = phys.checked_sub(self.phys)?;
+        let i = usize::try_from(off / TABLE_BYTES as u64).ok()?;
+        (off % TABLE_BYTES as u64 == 0 && i < self.next).then(|| self.virt + i * TABLE_BYTES)
+    }
+}
+
 /// A GPUVM context's page tables.
 #[derive(Debug)]
 pub struct GpuVm<M: TableMemory> {
@@ -383,54 +472,97 @@ mod tests {
     use std::string::ToString;
     use std::vec::Vec;
 
-    /// Table pages in a test buffer; the GPU address of page `i` is `BASE + 4096 * i`. The
-    /// buffer is reached through `base` alone (one pointer taken at creation), never through
-    /// a reference, as the tables' writers and readers share it.
+    /// One zeroed, 4 KiB-aligned table page of a test buffer.
+    #[derive(Clone)]
+    #[repr(C, align(4096))]
+    struct TestPage([u64; TABLE_ENTRIES]);
+
+    /// A [`TableRegion`] over a test buffer; the GPU address of page `i` is
+    /// `BASE + 4096 * i`. The buffer is reached through `base` alone (one pointer taken at
+    /// creation), never through a reference, as the tables' writers and readers share it.
     struct Pages {
-        _buf: Vec<u64>,
-        base: *mut u64,
-        pages: usize,
-        next: usize,
+        _buf: Vec<TestPage>,
+        base: *mut TestPage,
+        region: TableRegion,
     }
     const BASE: u64 = 0x8_0000_0000;
 
     impl Pages {
         fn new(pages: usize) -> Pages {
-            let mut buf = std::vec![0u64; pages * TABLE_ENTRIES];
+            let mut buf = std::vec![TestPage([0; TABLE_ENTRIES]); pages];
             let base = buf.as_mut_ptr();
+            // SAFETY: the buffer's pages are zeroed, 4 KiB aligned, owned by the Pages and
+            // never moved (the Vec is not grown after creation, and only `base` reaches it);
+            // no GPU reads them.
+            let region = unsafe { TableRegion::new(BASE, base as usize, pages) }.unwrap();
             Pages {
                 _buf: buf,
                 base,
-                pages,
-                next: 0,
+                region,
             }
         }
 
         fn virt(&self, page: usize) -> usize {
-            self.base.wrapping_add(page * TABLE_ENTRIES) as usize
+            self.base.wrapping_add(page) as usize
         }
     }
 
-    // SAFETY: the buffer's pages are zeroed, 4 KiB long, owned by the Pages and never moved
-    // (the Vec is not grown after creation, and only `base` reaches it); they are 8-byte
-    // aligned, all the walker's volatile accesses need (a GPU's tables must also be 4 KiB
-    // aligned; no GPU reads these).
+    // SAFETY: as the TableRegion it forwards to, over the Pages' own buffer.
     unsafe impl TableMemory for Pages {
         fn alloc_table(&mut self) -> Result<TablePage, Error> {
-            if self.next == self.pages {
-                hsa_core::bail!(Status::OutOfResources, "no table page left");
-            }
-            self.next += 1;
-            Ok(TablePage {
-                phys: BASE + 4096 * (self.next as u64 - 1),
-                virt: self.virt(self.next - 1),
-            })
+            self.region.alloc_table()
         }
 
         fn table_at(&self, phys: u64) -> Option<usize> {
-            let i = usize::try_from(phys.checked_sub(BASE)? / 4096).ok()?;
-            (i < self.next).then(|| self.virt(i))
+            self.region.table_at(phys)
         }
+    }
+
+    /// A region hands its pages out in order at both addresses, answers `table_at` only for
+    /// the page-aligned address of a page handed out, and names what is wrong with a bad one.
+    #[test]
+    fn a_table_region_hands_out_its_pages_in_order() {
+        let mut p = Pages::new(3);
+        let virt = p.virt(0);
+        assert_eq!(p.table_at(BASE), None);
+        for i in 0..3 {
+            assert_eq!(
+                p.alloc_table().unwrap(),
+                TablePage {
+                    phys: BASE + 0x1000 * i as u64,
+                    virt: virt + 0x1000 * i,
+                }
+            );
+        }
+        assert_eq!((p.region.used(), p.region.pages()), (3, 3));
+        let e = p.alloc_table().unwrap_err();
+        assert_eq!(e.status(), Status::OutOfResources);
+        assert!(e.to_string().contains("all 3 page-table pages"), "{e}");
+        assert_eq!(p.table_at(BASE + 0x2000), Some(virt + 0x2000));
+        assert_eq!(p.table_at(BASE + 0x3000), None);
+        assert_eq!(p.table_at(BASE + 0x1008), None);
+        assert_eq!(p.table_at(BASE - 0x1000), None);
+        let bad = |phys, virt, pages| {
+            // SAFETY: each of these is refused before any page is touched.
+            unsafe { TableRegion::new(phys, virt, pages) }.unwrap_err()
+        };
+        let e = bad(BASE + 8, 0x10_0000, 1);
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(e.to_string().contains("not 4 KiB aligned"), "{e}");
+        assert!(bad(BASE, 0x10_0800, 1)
+            .to_string()
+            .contains("not 4 KiB aligned"));
+        let e = bad(BASE, usize::MAX - 0xfff, 1);
+        assert!(e.to_string().contains("passes the end"), "{e}");
+        assert!(bad(u64::MAX - 0xfff, 0x10_0000, 1)
+            .to_string()
+            .contains("passes the end"));
+        assert!(bad(BASE, 0x10_0000, usize::MAX / 2)
+            .to_string()
+            .contains("passes the end"));
+        // The last page below the end of both spaces is fine.
+        // SAFETY: never handed out.
+        assert!(unsafe { TableRegion::new(u64::MAX - 0x1fff, usize::MAX - 0x1fff, 1) }.is_ok());
     }
 
     fn vm(pages: usize) -> GpuVm<Pages> {
@@ -495,7 +627,7 @@ mod tests {
             );
         }
         // Root, PDB1, PDB0 and two PTBs.
-        assert_eq!(vm.memory().next, 5);
+        assert_eq!(vm.memory().region.used(), 5);
         let text = |e: Error| {
             assert_eq!(e.status(), Status::InvalidArgument);
             e.detail().to_string()

@@ -680,35 +680,9 @@ fn record_fault(f: &hsa_core::platform::MemoryFault, _: usize) {
 /// queue stops with `MemoryFault`.
 #[test]
 fn queues_of_a_vmid_reach_memory_through_its_page_tables() {
-    use hsa_baremetal::gpuvm::{GpuVm, MType, PteFlags, TableMemory, TablePage};
+    use hsa_baremetal::gpuvm::{GpuVm, MType, PteFlags, TableRegion};
     use hsa_baremetal::Host;
     use hsa_core::platform::{MemoryFaultHandler, MemoryFaultReason, MemoryFaultReports};
-
-    /// Table pages from a chunk of the carve-out, at their physical addresses.
-    struct ChunkTables {
-        virt: usize,
-        phys: u64,
-        pages: usize,
-        next: usize,
-    }
-    // SAFETY: the pages are a live chunk of the identity-mapped system carve-out, zeroed by
-    // the platform, 4 KiB aligned, used by nothing else while the test runs.
-    unsafe impl TableMemory for ChunkTables {
-        fn alloc_table(&mut self) -> Result<TablePage, Error> {
-            if self.next == self.pages {
-                hsa_core::bail!(Status::OutOfResources, "no table page left");
-            }
-            self.next += 1;
-            Ok(TablePage {
-                phys: self.phys + 4096 * (self.next as u64 - 1),
-                virt: self.virt + 4096 * (self.next - 1),
-            })
-        }
-        fn table_at(&self, phys: u64) -> Option<usize> {
-            let off = phys.checked_sub(self.phys)?;
-            (off % 4096 == 0 && (off / 4096) < self.next as u64).then(|| self.virt + off as usize)
-        }
-    }
 
     const VMID: u8 = 8;
     const PASID: u16 = 0x8001;
@@ -725,16 +699,11 @@ fn queues_of_a_vmid_reach_memory_through_its_page_tables() {
         })
         .unwrap();
     let virt = tables.host_ptr.unwrap().as_ptr() as usize;
-    let mut vm = GpuVm::new(
-        ChunkTables {
-            virt,
-            phys: p.host().virt_to_phys(virt).unwrap().get(),
-            pages: 8,
-            next: 0,
-        },
-        true,
-    )
-    .unwrap();
+    let phys = p.host().virt_to_phys(virt).unwrap().get();
+    // SAFETY: the pages are a live chunk of the identity-mapped system carve-out, zeroed by
+    // the platform, 4 KiB aligned, used by nothing else while the test runs.
+    let tables = unsafe { TableRegion::new(phys, virt, 8) }.unwrap();
+    let mut vm = GpuVm::new(tables, true).unwrap();
     let carve = p.host().carve_outs()[0];
     let flags = PteFlags::SYSTEM | PteFlags::SNOOPED | PteFlags::READABLE | PteFlags::WRITEABLE;
     vm.map(

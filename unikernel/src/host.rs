@@ -25,7 +25,7 @@
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use hsa_baremetal::gpuvm::{GpuVm, MType, PteFlags, TableMemory, TablePage};
+use hsa_baremetal::gpuvm::{GpuVm, MType, PteFlags, TableRegion};
 use hsa_baremetal::kiq::{Kiq, KiqConfig};
 use hsa_baremetal::{
     BaremetalPlatform, CarveOut, CarveOutKind, DoorbellAperture, Host, IhRingConfig, QueueMapping,
@@ -67,9 +67,10 @@ static IH_RING: Page<{ IH_RING_BYTES / 8 }> = Page::new();
 pub const KIQ_RING_DWORDS: usize = 1024;
 /// How long a KIQ batch may take before `map_queue`/`unmap_queue` give up, ns.
 const KIQ_TIMEOUT_NS: u64 = 5_000_000_000;
-static KIQ_RING: Page<{ KIQ_RING_DWORDS / 2 }> = Page::new();
-/// Word 0: the KIQ's write pointer (dwords) the device polls; word 1: the fence it writes.
-static KIQ_WORDS: Page<2> = Page::new();
+/// The KIQ's block ([`KiqConfig::identity_block`]): the ring of [`KIQ_RING_DWORDS`], then
+/// the write-pointer poll word (dwords) the device polls, then the fence it writes.
+static KIQ_BLOCK: Page<{ KiqConfig::identity_block_bytes(KIQ_RING_DWORDS as u32) / 8 }> =
+    Page::new();
 
 /// The value word (`amd_signal_t.value`, a guest-physical = virtual address) of a signal that
 /// the next halt stores 0 into before it halts; 0: none (see [`gate_on_next_halt`]).
@@ -104,46 +105,22 @@ static IH_WPTR: Page<1> = Page::new();
 /// up to about 240 MiB (with the three directory tables).
 const TABLE_PAGES: usize = 128;
 static TABLES: [Page<512>; TABLE_PAGES] = [const { Page::new() }; TABLE_PAGES];
-/// Set when a [`StaticTables`] took [`TABLES`].
+/// Set when [`take_tables`] took [`TABLES`].
 static TABLES_TAKEN: AtomicBool = AtomicBool::new(false);
 
-/// [`TABLES`] as the page-table memory of one [`GpuVm`]: handed out in order, never freed.
-struct StaticTables {
-    next: usize,
-}
-
-impl StaticTables {
-    /// The table pages, once.
-    fn take() -> Result<StaticTables, Error> {
-        if TABLES_TAKEN.swap(true, Ordering::AcqRel) {
-            hsa_core::bail!(Status::OutOfResources, "the page-table pages are taken");
-        }
-        Ok(StaticTables { next: 0 })
+/// [`TABLES`] as the page-table memory of one [`GpuVm`], once.
+///
+/// # Errors
+/// `Status::OutOfResources` when they were taken before.
+fn take_tables() -> Result<TableRegion, Error> {
+    if TABLES_TAKEN.swap(true, Ordering::AcqRel) {
+        hsa_core::bail!(Status::OutOfResources, "the page-table pages are taken");
     }
-}
-
-// SAFETY: each page of TABLES is 4 KiB aligned (Page's alignment), zeroed (.bss), identity-
-// mapped read-write (phys = virt) for the image's life, and handed out once, to the one
-// StaticTables (TABLES_TAKEN); table_at answers only for pages handed out.
-unsafe impl TableMemory for StaticTables {
-    fn alloc_table(&mut self) -> Result<TablePage, Error> {
-        let Some(page) = TABLES.get(self.next) else {
-            hsa_core::bail!(
-                Status::OutOfResources,
-                "all {TABLE_PAGES} page-table pages are in use"
-            );
-        };
-        self.next += 1;
-        Ok(TablePage {
-            phys: page.addr() as u64,
-            virt: page.addr(),
-        })
-    }
-
-    fn table_at(&self, phys: u64) -> Option<usize> {
-        let off = usize::try_from(phys).ok()?.checked_sub(TABLES[0].addr())?;
-        (off % 4096 == 0 && off / 4096 < self.next).then(|| TABLES[0].addr() + off)
-    }
+    let base = TABLES.as_ptr() as usize;
+    // SAFETY: TABLES is one run of TABLE_PAGES 4 KiB pages (Page's size and alignment),
+    // zeroed (.bss), identity-mapped read-write (phys = virt) for the image's life, and
+    // handed out once (TABLES_TAKEN).
+    unsafe { TableRegion::new(base as u64, base, TABLE_PAGES) }
 }
 
 /// The flags of the carve-out's pages: system memory, snooped, read/write/execute, uncached
@@ -166,7 +143,7 @@ pub struct VmHost {
     /// The KIQ ring this host maps queues through.
     kiq: spin::Mutex<Kiq>,
     /// VMID [`GUEST_VMID`]'s page tables.
-    vm: spin::Mutex<GpuVm<StaticTables>>,
+    vm: spin::Mutex<GpuVm<TableRegion>>,
     /// Times a waiter halted (still waiting after the check with interrupts masked).
     pub halts: AtomicU64,
 }
@@ -175,7 +152,7 @@ impl VmHost {
     /// A host whose system memory is `[base, base + size_bytes)` of guest RAM.
     ///
     /// # Errors
-    /// The KIQ's, when its statics do not make a ring (they do).
+    /// The KIQ's, when its static block does not make a ring (it does).
     pub fn new(device: Ivshmem, base: u64, size_bytes: u64, tsc_hz: u64) -> Result<VmHost, Error> {
         let mut gpu = NodeProperties {
             node_id: 1,
@@ -194,20 +171,11 @@ impl VmHost {
         };
         let _ = gpu.name.push_str("gfx90a");
         let _ = gpu.marketing_name.push_str("hsa-emu over ivshmem");
-        let [ring, dwords, words] = Self::kiq_layout();
-        // SAFETY: the KIQ ring and its two words are this image's statics (identity-mapped:
-        // CPU address = GPU address), written only through this Kiq (under its lock) and by
-        // the device.
-        let kiq = unsafe {
-            Kiq::new(&KiqConfig {
-                ring_virt: ring as usize,
-                ring_dwords: dwords as u32,
-                wptr_poll_virt: words as usize,
-                fence_virt: words as usize + 8,
-                fence_gpu_va: GpuVa(words + 8),
-            })
-        }?;
-        let mut vm = GpuVm::new(StaticTables::take()?, true)?;
+        // SAFETY: the KIQ ring and its two words lie in KIQ_BLOCK, this image's static
+        // (identity-mapped: CPU address = GPU address), written only through this Kiq (under
+        // its lock) and by the device.
+        let kiq = unsafe { Kiq::new(&Self::kiq_config()?) }?;
+        let mut vm = GpuVm::new(take_tables()?, true)?;
         vm.map(GpuVa(base), base, size_bytes, CARVE_OUT_PTE, MType::Uc)
             .map_err(|e| e.context("mapping the carve-out for the GPU"))?;
         Ok(VmHost {
@@ -237,12 +205,30 @@ impl VmHost {
 
     /// The KIQ's ring address, ring dwords and write-pointer poll address (for the device's
     /// `SET_KIQ`, the firmware's KIQ bring-up).
-    pub fn kiq_layout() -> [u64; 3] {
-        [
-            KIQ_RING.addr() as u64,
-            KIQ_RING_DWORDS as u64,
-            KIQ_WORDS.addr() as u64,
-        ]
+    ///
+    /// # Errors
+    /// As [`VmHost::kiq_config`].
+    pub fn kiq_layout() -> Result<[u64; 3], Error> {
+        let c = Self::kiq_config()?;
+        Ok([
+            c.ring_virt as u64,
+            c.ring_dwords.into(),
+            c.wptr_poll_virt as u64,
+        ])
+    }
+
+    /// The KIQ of [`KIQ_BLOCK`].
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` when the block would pass the end of the address space.
+    fn kiq_config() -> Result<KiqConfig, Error> {
+        KiqConfig::identity_block(KIQ_BLOCK.addr(), KIQ_RING_DWORDS as u32).ok_or_else(|| {
+            hsa_core::error!(
+                Status::InvalidArgument,
+                "the KIQ block at {:#x} passes the address space",
+                KIQ_BLOCK.addr()
+            )
+        })
     }
 
     /// Submits `packets` as one KIQ batch and waits up to `timeout_ns` for its fence (the

@@ -200,7 +200,7 @@ fn bring_up(start_info: u32, entry_tsc: u64) -> Result<(), hsa_core::Error> {
     // The firmware's KIQ bring-up: the device learns where the KIQ ring is.
     dev.command(
         protocol::CMD_SET_KIQ,
-        &host::VmHost::kiq_layout(),
+        &host::VmHost::kiq_layout()?,
         apic::tsc_hz(),
     )
     .map_err(|e| error!(Status::Error, "{e}"))?;
