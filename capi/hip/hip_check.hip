@@ -1033,6 +1033,68 @@ static int images_section() {
     return 0;
 }
 
+// Virtual memory management: two physical allocations (hipMemCreate) mapped back to back in one
+// reserved range (hipMemAddressReserve, hipMemMap, hipMemSetAccess), a kernel over the whole
+// range across the seam, the values read back through hipMemcpy and compared with the host's;
+// then each mapping undone and the range and handles released. On ROCR 7 with amdkfd 1.15+
+// this is the render node's GEM path (dma-buf export, PRIME import, GEM_VA).
+static int vmem_section() {
+    int dev = 0;
+    CHECK(hipGetDevice(&dev));
+#if HIP_VERSION_MAJOR >= 6
+    int supported = 0;
+    CHECK(hipDeviceGetAttribute(&supported, hipDeviceAttributeVirtualMemoryManagementSupported, dev));
+    if (!supported) { printf("FAIL virtual memory management not supported\n"); return 1; }
+#endif
+    hipMemAllocationProp prop = {};
+    prop.type = hipMemAllocationTypePinned;
+    prop.location.type = hipMemLocationTypeDevice;
+    prop.location.id = dev;
+    size_t gran = 0;
+    CHECK(hipMemGetAllocationGranularity(&gran, &prop, hipMemAllocationGranularityMinimum));
+    if (gran == 0) { printf("FAIL granularity 0\n"); return 1; }
+    const size_t piece = ((size_t(1) << 20) + gran - 1) / gran * gran;
+    const size_t total = 2 * piece;
+    void* base = nullptr;
+    CHECK(hipMemAddressReserve(&base, total, 0, nullptr, 0));
+    hipMemGenericAllocationHandle_t h[2];
+    for (int k = 0; k < 2; k++) {
+        CHECK(hipMemCreate(&h[k], piece, &prop, 0));
+        CHECK(hipMemMap((char*)base + k * piece, piece, 0, h[k], 0));
+    }
+    hipMemAccessDesc access = {};
+    access.location = prop.location;
+    access.flags = hipMemAccessFlagsProtReadWrite;
+    CHECK(hipMemSetAccess(base, total, &access, 1));
+    const int n = int(total / sizeof(int));
+    std::vector<int> host(n), back(n);
+    for (int i = 0; i < n; i++) host[i] = i * 7 - 3;
+    CHECK(hipMemcpy(base, host.data(), total, hipMemcpyHostToDevice));
+    add_one<<<(n + 255) / 256, 256>>>((int*)base, n);
+    CHECK(hipGetLastError());
+    CHECK(hipDeviceSynchronize());
+    CHECK(hipMemcpy(back.data(), base, total, hipMemcpyDeviceToHost));
+    for (int i = 0; i < n; i++) {
+        if (back[i] != i * 7 - 2) {
+            printf("FAIL vmem[%d] = %d, want %d (piece %d)\n", i, back[i], i * 7 - 2,
+                   int(size_t(i) * sizeof(int) / piece));
+            return 1;
+        }
+    }
+    // The handle of a mapped address is the one created for it.
+    hipMemGenericAllocationHandle_t got;
+    CHECK(hipMemRetainAllocationHandle(&got, (char*)base + piece + 64));
+    if (got != h[1]) { printf("FAIL hipMemRetainAllocationHandle gave another handle\n"); return 1; }
+    CHECK(hipMemRelease(got));
+    for (int k = 0; k < 2; k++) {
+        CHECK(hipMemUnmap((char*)base + k * piece, piece));
+        CHECK(hipMemRelease(h[k]));
+    }
+    CHECK(hipMemAddressFree(base, total));
+    printf("hip_check: vmem %zu bytes in two pieces of %zu (granularity %zu)\n", total, piece, gran);
+    return 0;
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) { printf("usage: hip_check SECTION [CODE_OBJECT | LAUNCHES]\n"); return 2; }
     const char* s = argv[1];
@@ -1055,6 +1117,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(s, "hiprtc")) r = hiprtc_section();
     else if (!strcmp(s, "badlaunch")) r = badlaunch_section();
     else if (!strcmp(s, "fault")) r = fault_section();
+    else if (!strcmp(s, "vmem")) r = vmem_section();
     else if (!strcmp(s, "launch_loop") && argc > 2) r = launch_loop_section(atoi(argv[2]));
     else { printf("unknown section %s\n", s); return 2; }
     if (r == 0) printf("hip_check: %s ok\n", s);

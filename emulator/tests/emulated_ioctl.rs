@@ -89,17 +89,17 @@ fn raw(d: &EmulatedKfd, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
 const VRAM: u32 = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
 const GTT: u32 = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
 
-/// The emulated amdkfd speaks interface 1.14 (event age; the debugger API of 1.13 answered
-/// as amdkfd answers a process without a debugger).
+/// The emulated amdkfd speaks interface 1.15 (GEM_VA on the render node; event age; the
+/// debugger API of 1.13 answered as amdkfd answers a process without a debugger).
 #[test]
-fn version_is_1_14() {
+fn version_is_1_15() {
     let d = dev();
     assert_eq!(d.name(), "emulated");
     let mut v = GetVersionArgs::default();
     plain_ioctl(&*d, &mut v).unwrap();
     assert_eq!(v.major_version, KFD_IOCTL_MAJOR_VERSION);
-    assert_eq!(v.minor_version, 14);
-    assert_eq!(hsa_emu::device::EMULATED_KFD_MINOR_VERSION, 14);
+    assert_eq!(v.minor_version, 15);
+    assert_eq!(hsa_emu::device::EMULATED_KFD_MINOR_VERSION, 15);
 }
 
 #[test]

@@ -502,7 +502,9 @@ fn hip_check7(root: &Path) -> &'static str {
 
 /// hip_check's sections that run on ROCR 7.2.4 under kfd-emu. `streams` records events:
 /// HIP 7.2.4 puts a barrier-value packet with a null dependency signal on the queue at
-/// `hipEventRecord`, which the emulated CP refused before. `images` is in
+/// `hipEventRecord`, which the emulated CP refused before. `vmem` is HIP's virtual memory
+/// management, which ROCR 7.2.4 enables from amdkfd 1.15 and runs over the render node's GEM
+/// objects (`emulator/src/device/gem.rs`). `images` is in
 /// `hip7_images_on_rocr7_under_kfd_emu`, `memcpy` in `hip7_memcpy_on_rocr7_under_kfd_emu`.
 #[test]
 fn hip7_sections_on_rocr7_under_kfd_emu() {
@@ -522,6 +524,7 @@ fn hip7_sections_on_rocr7_under_kfd_emu() {
         "printf",
         "hiprtc",
         "badlaunch",
+        "vmem",
     ] {
         let out = kfd_emu7(&root, &[], &[exe, section]);
         assert_section_ok(&out, section, false);

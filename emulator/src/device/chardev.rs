@@ -37,7 +37,7 @@ use crate::device::DOORBELL_PAGE_BYTES;
 
 /// `AMDKFD_COMMAND_START`: the first KFD ioctl number (`kfd_ioctl.h`).
 pub const AMDKFD_COMMAND_START: u8 = 0x01;
-/// `AMDKFD_COMMAND_END` of the interface this device models (KFD 1.11..1.14, up to
+/// `AMDKFD_COMMAND_END` of the interface this device models (KFD 1.11..1.15, up to
 /// `AMDKFD_IOC_DBG_TRAP` 0x26): numbers from here on are past amdkfd's table (`EINVAL`).
 pub const AMDKFD_COMMAND_END: u8 = 0x27;
 

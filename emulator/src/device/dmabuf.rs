@@ -33,7 +33,7 @@ pub(crate) fn export_dmabuf(device: &Arc<Device>, a: &mut ExportDmabufArgs) -> R
     let bo = allocs.by_handle(a.handle).ok_or(Errno::INVAL)?;
     let backing = match bo.kind {
         Kind::Userptr => return Err(Errno::PERM),
-        Kind::Doorbell | Kind::MmioRemap | Kind::Aliased => return Err(Errno::INVAL),
+        Kind::Doorbell | Kind::MmioRemap | Kind::Aliased | Kind::GemVa => return Err(Errno::INVAL),
         Kind::Vram | Kind::Gtt | Kind::Imported => bo.backing.as_ref().ok_or(Errno::INVAL)?,
     };
     let fd = backing.export()?.into_raw_fd();

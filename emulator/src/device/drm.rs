@@ -16,6 +16,8 @@
 //!   has no register file). At most
 //!   `return_size` bytes go to `return_pointer`, as the kernel copies `min(size, return_size)`.
 //!   Another query is `EINVAL`, as the kernel's default case.
+//! - The GEM requests (PRIME import and export, `GEM_CLOSE`, `AMDGPU_GEM_MMAP`,
+//!   `AMDGPU_GEM_VA`): [`super::gem`].
 //! - Any other DRM request is `EINVAL` (`drm_ioctl`: a number outside the driver's table);
 //!   a request whose type is not `'d'` is `ENOTTY`.
 //!
@@ -532,11 +534,24 @@ pub(crate) unsafe fn mmap(
         .allocs
         .read()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let a = allocs.by_mmap_offset(offset).ok_or(Errno::INVAL)?;
-    if a.gpu_id != gpu_id || len as u64 > a.size {
-        return Err(Errno::INVAL);
-    }
-    let backing = a.backing.as_ref().ok_or(Errno::INVAL)?;
+    let bo = match allocs.by_mmap_offset(offset) {
+        Some(a) => {
+            if a.gpu_id != gpu_id || len as u64 > a.size {
+                return Err(Errno::INVAL);
+            }
+            Some(a.backing.clone().ok_or(Errno::INVAL)?)
+        }
+        None => None,
+    };
+    drop(allocs);
+    // Else a GEM object's offset (AMDGPU_GEM_MMAP; the GEM lock is taken before the
+    // allocations' lock, never after); map_at refuses a length past its end.
+    let backing = match bo {
+        Some(b) => b,
+        None => super::lock(&device.gem)
+            .by_mmap_offset(gpu_id, offset)
+            .ok_or(Errno::INVAL)?,
+    };
     // SAFETY: this function's contract (KfdDriver::mmap's) is map_at's.
     unsafe { backing.map_at(addr, len) }
 }

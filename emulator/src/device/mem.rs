@@ -153,6 +153,17 @@ impl Backing {
         rustix::io::fcntl_dupfd_cloexec(&self.fd, 0)
     }
 
+    /// What names these pages whichever descriptor reaches them: the memfd's device and
+    /// inode numbers (the kernel's dma-buf identity, as `drm_prime_lookup_buf_handle` finds an
+    /// object imported before).
+    ///
+    /// # Errors
+    /// The errno of fstat.
+    pub(crate) fn identity(&self) -> Result<(u64, u64), Errno> {
+        let st = rustix::fs::fstat(&self.fd)?;
+        Ok((st.st_dev, st.st_ino))
+    }
+
     /// Size of the backing, bytes (whole pages).
     pub(crate) fn len(&self) -> u64 {
         self.len as u64

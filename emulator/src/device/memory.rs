@@ -31,6 +31,9 @@ pub(crate) enum Kind {
     /// Memory another KFD allocated and maps (the host of AMD's model interface,
     /// [`crate::model`]), reached at its alias in that host's aperture; counted there.
     Aliased,
+    /// A render node's `GEM_VA` mapping of a GEM object's pages into one or more GPUs' VMs
+    /// ([`super::gem`]); counted where the object was allocated. No KFD ioctl takes it.
+    GemVa,
 }
 
 /// A device access that faulted: what the device reports to amdkfd's memory events
@@ -81,6 +84,10 @@ pub(crate) struct Alloc {
 #[derive(Debug, Default)]
 pub(crate) struct Allocs {
     by_va: BTreeMap<u64, Alloc>,
+    /// Buffer objects allocated with no GPU address (`va_addr` 0: libhsakmt's "memory only"
+    /// allocations behind ROCR's `hsa_amd_vmem_handle_create`), by KFD handle. They reach the
+    /// GPU only through a `GEM_VA` mapping of their exported dma-buf.
+    unaddressed: HashMap<u64, Alloc>,
     handles: HashMap<u64, u64>,
     offsets: HashMap<u64, u64>,
     next_id: u32,
@@ -94,7 +101,7 @@ pub(crate) struct Allocs {
 impl Allocs {
     /// Number of live allocations.
     pub(crate) fn len(&self) -> usize {
-        self.by_va.len()
+        self.by_va.len() + self.unaddressed.len()
     }
 
     /// VRAM bytes in use on `gpu_id`.
@@ -127,24 +134,47 @@ impl Allocs {
         match a.kind {
             Kind::Vram => *self.vram_used.entry(a.gpu_id).or_insert(0) += a.size,
             Kind::Gtt | Kind::Userptr => self.system_used += a.size,
-            Kind::Doorbell | Kind::MmioRemap | Kind::Imported | Kind::Aliased => {}
+            Kind::Doorbell | Kind::MmioRemap | Kind::Imported | Kind::Aliased | Kind::GemVa => {}
         }
-        self.handles.insert(a.handle, a.va);
         if a.mmap_offset != 0 {
             self.offsets.insert(a.mmap_offset, a.handle);
+        }
+        if a.va == 0 {
+            self.unaddressed.insert(a.handle, a);
+            return;
+        }
+        // A GEM_VA mapping is no KFD buffer object: no KFD handle names it.
+        if a.kind != Kind::GemVa {
+            self.handles.insert(a.handle, a.va);
         }
         self.by_va.insert(a.va, a);
     }
 
+    /// The `GEM_VA` mapping whose first byte is `va`.
+    pub(crate) fn gem_va_mut(&mut self, va: u64) -> Option<&mut Alloc> {
+        self.by_va.get_mut(&va).filter(|a| a.kind == Kind::GemVa)
+    }
+
+    /// Removes the `GEM_VA` mapping whose first byte is `va`.
+    pub(crate) fn remove_gem_va(&mut self, va: u64) -> Option<Alloc> {
+        self.gem_va_mut(va)?;
+        self.by_va.remove(&va)
+    }
+
     /// The allocation with KFD handle `handle`.
     pub(crate) fn by_handle(&self, handle: u64) -> Option<&Alloc> {
-        self.handles.get(&handle).and_then(|va| self.by_va.get(va))
+        match self.handles.get(&handle) {
+            Some(va) => self.by_va.get(va),
+            None => self.unaddressed.get(&handle),
+        }
     }
 
     /// The allocation with KFD handle `handle`, mutably.
     pub(crate) fn by_handle_mut(&mut self, handle: u64) -> Option<&mut Alloc> {
-        let va = *self.handles.get(&handle)?;
-        self.by_va.get_mut(&va)
+        match self.handles.get(&handle) {
+            Some(va) => self.by_va.get_mut(va),
+            None => self.unaddressed.get_mut(&handle),
+        }
     }
 
     /// The allocation whose render-node mmap offset is `offset`.
@@ -161,9 +191,10 @@ impl Allocs {
         if a.pins > 0 {
             return Err(Errno::BUSY);
         }
-        let va = a.va;
-        let a = self.by_va.remove(&va).ok_or(Errno::INVAL)?;
-        self.handles.remove(&a.handle);
+        let a = match self.handles.remove(&handle) {
+            Some(va) => self.by_va.remove(&va).ok_or(Errno::INVAL)?,
+            None => self.unaddressed.remove(&handle).ok_or(Errno::INVAL)?,
+        };
         if a.mmap_offset != 0 {
             self.offsets.remove(&a.mmap_offset);
         }
@@ -174,7 +205,7 @@ impl Allocs {
                 }
             }
             Kind::Gtt | Kind::Userptr => self.system_used -= a.size,
-            Kind::Doorbell | Kind::MmioRemap | Kind::Imported | Kind::Aliased => {}
+            Kind::Doorbell | Kind::MmioRemap | Kind::Imported | Kind::Aliased | Kind::GemVa => {}
         }
         Ok(a)
     }
@@ -532,7 +563,9 @@ pub const MAX_MAP_DEVICES: u32 = 1024;
 
 /// ALLOC_MEMORY_OF_GPU as `kfd_ioctl_alloc_memory_of_gpu`: exactly one of the VRAM, GTT,
 /// USERPTR, DOORBELL and MMIO_REMAP flags (`EINVAL` otherwise), a non-zero page-aligned
-/// address whose range overlaps no buffer object (`EINVAL`), a size rounded up to pages that
+/// address whose range overlaps no buffer object (`EINVAL`) or, for VRAM and GTT, address 0
+/// (an object with no GPU address, which MAP_MEMORY_TO_GPU refuses with `EINVAL` and the
+/// render node's `GEM_VA` maps; amdkfd would map it at GPU address 0), a size rounded up to pages that
 /// fits the GPU's VRAM or the system memory (`ENOMEM`); the doorbell and MMIO pages are the
 /// GPU's own, one page each. A USERPTR range must be mapped readable (`EFAULT`). Returns the
 /// handle (`gpu_id << 32 | id`) and the render node's mmap offset ([`render_mmap_offset`]:
@@ -558,7 +591,11 @@ pub(crate) fn alloc_memory_of_gpu(
         KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP => Kind::MmioRemap,
         _ => return Err(Errno::INVAL),
     };
-    if a.size == 0 || a.va_addr == 0 || a.va_addr % PAGE_BYTES != 0 {
+    // Address 0: a buffer object with no GPU address, VRAM or GTT only (libhsakmt's
+    // `NoAddress` allocations; amdkfd takes any address, and such an object reaches a GPU
+    // only through the render node's GEM_VA).
+    let unaddressed = a.va_addr == 0 && matches!(kind, Kind::Vram | Kind::Gtt);
+    if a.size == 0 || (a.va_addr == 0 && !unaddressed) || a.va_addr % PAGE_BYTES != 0 {
         return Err(Errno::INVAL);
     }
     let size = round_up_page(a.size).ok_or(Errno::INVAL)?;
@@ -589,14 +626,14 @@ pub(crate) fn alloc_memory_of_gpu(
                 a.va_addr
             );
         }
-    } else if lock(&device.svm).overlaps(a.va_addr, size) {
+    } else if !unaddressed && lock(&device.svm).overlaps(a.va_addr, size) {
         return Err(Errno::ADDRINUSE);
     }
     let mut allocs = device
         .allocs
         .write()
         .unwrap_or_else(PoisonError::into_inner);
-    if allocs.overlaps(a.va_addr, size) {
+    if !unaddressed && allocs.overlaps(a.va_addr, size) {
         return Err(Errno::INVAL);
     }
     match kind {
@@ -800,7 +837,8 @@ fn map_or_unmap(
         .allocs
         .write()
         .unwrap_or_else(PoisonError::into_inner);
-    if allocs.by_handle(handle).is_none() {
+    // A buffer object with no GPU address is refused (amdkfd would map it at GPU address 0).
+    if allocs.by_handle(handle).is_none_or(|a| a.va == 0) {
         return Err(Errno::INVAL);
     }
     for (i, &id) in ids.iter().enumerate().skip(*n_success as usize) {

@@ -84,7 +84,7 @@
 //! not required before allocating; CRIU, SMI events, GWS, queue wave state and
 //! GET_DMABUF_INFO are `ENOTTY` (no row); DBG_TRAP is `EINVAL`, as amdkfd answers it under
 //! `sched_policy=2` (no debugger). The interface version is
-//! [`EMULATED_KFD_MINOR_VERSION`] (1.14; its docs say what each minor past 1.11 needs here
+//! [`EMULATED_KFD_MINOR_VERSION`] (1.15; its docs say what each minor past 1.11 needs here
 //! and what stops it going higher).
 
 use std::collections::{BTreeMap, HashMap};
@@ -116,6 +116,7 @@ mod events;
 #[cfg(feature = "_fuzz")]
 #[doc(hidden)]
 pub mod fuzz;
+pub mod gem;
 mod guarded;
 pub mod host_kernels;
 mod interp;
@@ -368,6 +369,8 @@ pub(crate) struct Device {
     runtime_enabled: AtomicBool,
     /// The process's SVM ranges (`AMDKFD_IOC_SVM`).
     svm: Mutex<svm::SvmRanges>,
+    /// The render nodes' GEM objects and `GEM_VA` mappings (lock before `allocs`).
+    pub(crate) gem: Mutex<gem::GemFiles>,
     /// 0 = Interpret, 1 = HostOnly.
     mode: AtomicU8,
     /// Host threads per interpreted dispatch.
@@ -753,6 +756,7 @@ impl EmulatedKfd {
                 xnack: AtomicI32::new(0),
                 runtime_enabled: AtomicBool::new(false),
                 svm: Mutex::new(svm::SvmRanges::default()),
+                gem: Mutex::new(gem::GemFiles::default()),
                 mode: AtomicU8::new(mode_code(mode)),
                 threads: AtomicUsize::new(default_threads()),
                 stats: StatCounters::default(),
@@ -942,7 +946,10 @@ impl EmulatedKfd {
             .iter()
             .find(|n| n.properties.gpu_id == gpu_id && n.properties.simd_count > 0)
             .ok_or(Errno::INVAL)
-            .and_then(|node| drm::ioctl(node, &self.device.user, request, arg));
+            .and_then(|node| {
+                gem::ioctl(&self.device, gpu_id, request, arg)
+                    .unwrap_or_else(|| drm::ioctl(node, &self.device.user, request, arg))
+            });
         if let Some(before) = before {
             self.recorder.record(record::KfdCall::Ioctl {
                 target: record::CallTarget::Render(gpu_id),
@@ -1167,7 +1174,7 @@ mod tests {
         let d = dev();
         let mut v = GetVersionArgs::default();
         plain_ioctl(&*d, &mut v).unwrap();
-        assert_eq!((v.major_version, v.minor_version), (1, 14));
+        assert_eq!((v.major_version, v.minor_version), (1, 15));
         let mut short = [0u8; 4];
         assert_eq!(
             raw(&d, AMDKFD_IOC_GET_VERSION, &mut short),
@@ -1183,10 +1190,10 @@ mod tests {
         // answer comes back even when the request's direction says write-only (the table's
         // command is _IOR). The emulated device used to answer ENOTTY.
         assert_eq!(raw(&d, ioc(IOC_READ, b'Q', 0x01, 8), &mut x), Ok(()));
-        assert_eq!(x, [1, 0, 0, 0, 14, 0, 0, 0]);
+        assert_eq!(x, [1, 0, 0, 0, 15, 0, 0, 0]);
         let mut y = [0u8; 8];
         assert_eq!(raw(&d, ioc(IOC_WRITE, 0, 0x01, 8), &mut y), Ok(()));
-        assert_eq!(y, [1, 0, 0, 0, 14, 0, 0, 0]);
+        assert_eq!(y, [1, 0, 0, 0, 15, 0, 0, 0]);
         assert_eq!(d.ioctl_count(), 5);
     }
 

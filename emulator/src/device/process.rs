@@ -28,12 +28,14 @@ pub const MACRO_TILE_MODE_ENTRIES: u32 = 16;
 ///   `sched_policy=2` (`KFD_SCHED_POLICY_NO_HWS`, the emulated CP maps each queue itself,
 ///   with no scheduler firmware): `EINVAL` for every operation (`process::dbg_trap`).
 /// - 1.14, event age: `WAIT_EVENTS` tracks `last_event_age` (`device::events`).
+/// - 1.15, `DRM_IOCTL_AMDGPU_GEM_VA` manages mappings in the compute VM: the render node's
+///   GEM objects, PRIME import/export, `GEM_VA` and `GEM_MMAP` are served (`device::gem`),
+///   and a VRAM or GTT buffer object may have no GPU address (`va_addr` 0: what libhsakmt
+///   allocates behind ROCR 7's virtual-memory API, which ROCR enables from 1.15).
 ///
-/// Not higher: 1.15 promises that `DRM_IOCTL_AMDGPU_GEM_VA` manages mappings in the
-/// compute VM, and the emulated render node refuses `GEM_VA` (`EINVAL`); 1.16's
-/// contiguous-VRAM flag and 1.17's `KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID` (which ROCR 7 uses on
-/// gfx94x from 1.17) are not served either.
-pub const EMULATED_KFD_MINOR_VERSION: u32 = 14;
+/// Not higher: 1.16's contiguous-VRAM flag and 1.17's `KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID`
+/// (which ROCR 7 uses on gfx94x from 1.17) are not served.
+pub const EMULATED_KFD_MINOR_VERSION: u32 = 15;
 
 /// `AMDKFD_IOC_DBG_TRAP`: `_IOWR('K', 0x26, struct kfd_ioctl_dbg_trap_args)`, 32 bytes
 /// (`kfd_ioctl.h` 1.13+; gcc over the 1.17 header gives 0xc0204b26).

@@ -228,8 +228,33 @@ pub fn decode_drm(request: u32, bytes: &[u8]) -> (String, String) {
             "DRM_IOCTL_AMDGPU_INFO".into(),
             as_debug::<DrmAmdgpuInfo>(bytes),
         ),
-        _ => (format!("d:0x{:02x}", request & 0xff), hex(bytes)),
+        _ => decode_gem(request, bytes),
     }
+}
+
+/// The GEM requests' names and arguments, found by number as amdgpu finds them (libdrm sends
+/// `GEM_VA` as `_IOWR`, of 40 or 64 bytes); the first 40 bytes of a `GEM_VA` are decoded.
+fn decode_gem(request: u32, bytes: &[u8]) -> (String, String) {
+    use hsa_emu::device::gem::{DrmAmdgpuGemVa, DrmGemClose, DrmPrimeHandle};
+    let va_head = bytes.get(..size_of::<DrmAmdgpuGemVa>()).unwrap_or(bytes);
+    let (name, args) = match request & 0xff {
+        0x09 => ("DRM_IOCTL_GEM_CLOSE", as_debug::<DrmGemClose>(bytes)),
+        0x2d => (
+            "DRM_IOCTL_PRIME_HANDLE_TO_FD",
+            as_debug::<DrmPrimeHandle>(bytes),
+        ),
+        0x2e => (
+            "DRM_IOCTL_PRIME_FD_TO_HANDLE",
+            as_debug::<DrmPrimeHandle>(bytes),
+        ),
+        0x41 => ("DRM_IOCTL_AMDGPU_GEM_MMAP", hex(bytes)),
+        0x48 => (
+            "DRM_IOCTL_AMDGPU_GEM_VA",
+            as_debug::<DrmAmdgpuGemVa>(va_head),
+        ),
+        _ => return (format!("d:0x{:02x}", request & 0xff), hex(bytes)),
+    };
+    (name.into(), args)
 }
 
 /// The ioctl line (without the pid).
