@@ -244,6 +244,11 @@ pub struct IoLink {
     pub max_bandwidth: u32,
     /// `flags`.
     pub flags: u32,
+    /// `recommended_sdma_engine_id_mask` (amdkfd 1.17+, `kfd_set_recommended_sdma_engines`):
+    /// the SDMA engines amdkfd recommends for copies over this link, bit N for engine id N
+    /// (the PCIe engines first, then the xGMI ones); 0 where the topology does not say
+    /// (kernels before 1.17).
+    pub rec_sdma_eng_id_mask: u32,
     /// Whether this came from `p2p_links` rather than `io_links`.
     pub p2p: bool,
 }

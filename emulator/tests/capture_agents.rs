@@ -55,3 +55,46 @@ fn every_agent_of_the_65_node_capture_can_be_allowed_access() {
     rt.free(a.va).unwrap();
     rt.free(b.va).unwrap();
 }
+
+/// The `recommended_sdma_engine_id_mask` the emulated amdkfd gives an IO link
+/// (`hsa_emu::device::fill_recommended_sdma_engines`) is what amdkfd 1.17 wrote on the IO
+/// links of both captures that have it: an MI210 hive of 8 GPUs (2 PCIe and 3 xGMI engines:
+/// 3 on the CPU links, 28 = engines 2..=4 on the xGMI links) and the 63 MI300X partitions in
+/// CPX mode (no xGMI engines: 3 everywhere). P2P links are left as they are (amdkfd builds
+/// them elsewhere; the MI210 capture has masks on some and not on their reverses).
+#[test]
+fn recommended_sdma_engines_are_amdkfds_on_real_captures() {
+    for (case, links) in [
+        ("mi210-8gpu-xgmi-pcie-topology", 40),
+        ("mi300x-cpx-64part-topology", 4032),
+    ] {
+        let Some(root) = dump(case) else {
+            return;
+        };
+        let captured = hsa_linux::topology::Topology::read(&root).unwrap();
+        let mut cleared = captured.clone();
+        for n in &mut cleared.nodes {
+            for l in n.io_links.iter_mut().filter(|l| !l.p2p) {
+                l.rec_sdma_eng_id_mask = 0;
+            }
+        }
+        assert_eq!(
+            hsa_emu::device::fill_recommended_sdma_engines(&mut cleared),
+            links,
+            "{case}"
+        );
+        let masks = |t: &hsa_linux::topology::Topology| -> Vec<(u32, u32, bool, u32)> {
+            t.nodes
+                .iter()
+                .flat_map(|n| &n.io_links)
+                .map(|l| (l.node_from, l.node_to, l.p2p, l.rec_sdma_eng_id_mask))
+                .collect()
+        };
+        assert_eq!(masks(&cleared), masks(&captured), "{case}");
+        // Idempotent: nothing is left to fill.
+        assert_eq!(
+            hsa_emu::device::fill_recommended_sdma_engines(&mut cleared),
+            0
+        );
+    }
+}

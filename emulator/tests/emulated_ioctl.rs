@@ -89,17 +89,32 @@ fn raw(d: &EmulatedKfd, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
 const VRAM: u32 = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
 const GTT: u32 = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
 
-/// The emulated amdkfd speaks interface 1.15 (GEM_VA on the render node; event age; the
-/// debugger API of 1.13 answered as amdkfd answers a process without a debugger).
+/// The emulated amdkfd speaks interface 1.17 (SDMA queues by engine id; the contiguous flag;
+/// GEM_VA on the render node; event age; the debugger API of 1.13 answered as amdkfd answers
+/// a process without a debugger).
 #[test]
-fn version_is_1_15() {
+fn version_is_1_17() {
     let d = dev();
     assert_eq!(d.name(), "emulated");
     let mut v = GetVersionArgs::default();
     plain_ioctl(&*d, &mut v).unwrap();
     assert_eq!(v.major_version, KFD_IOCTL_MAJOR_VERSION);
-    assert_eq!(v.minor_version, 15);
-    assert_eq!(hsa_emu::device::EMULATED_KFD_MINOR_VERSION, 15);
+    assert_eq!(v.minor_version, 17);
+    assert_eq!(hsa_emu::device::EMULATED_KFD_MINOR_VERSION, 17);
+}
+
+/// `KFD_IOC_ALLOC_MEM_FLAGS_CONTIGUOUS_BEST_EFFORT` (`kfd_ioctl.h` 1.16): amdkfd asks for
+/// contiguous VRAM when it can and takes the flag on any allocation; the emulated device's
+/// memory is one piece anyway, and the flag changes nothing else.
+#[test]
+fn the_contiguous_flag_of_1_16_is_taken() {
+    const CONTIGUOUS: u32 = 1 << 23;
+    let d = dev();
+    let v = alloc(&d, 0x7100_0000_0000, 3 << 20, VRAM | CONTIGUOUS, 0).unwrap();
+    let g = alloc(&d, 0x7100_0040_0000, 4096, GTT | CONTIGUOUS, 0).unwrap();
+    assert_eq!(d.live_handles().memory, 2);
+    free(&d, v.handle).unwrap();
+    free(&d, g.handle).unwrap();
 }
 
 #[test]

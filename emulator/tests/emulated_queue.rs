@@ -17,6 +17,7 @@ use hsa_core::queue::ring::{Ring, INVALID_HEADER_WORD};
 use hsa_core::{GpuVa, Status};
 use hsa_emu::device::{
     builtin_topology, EmulatedKfd, ExecutionMode, ExecutionStats, BUILTIN_GPU_ID, EVENT_PAGE_BYTES,
+    KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID,
 };
 use hsa_linux::kfd::abi::*;
 use hsa_linux::kfd::calls::{self, plain_ioctl};
@@ -591,11 +592,26 @@ fn create_queue_checks_its_arguments() {
         unsafe { s.d.ioctl(AMDKFD_IOC_CREATE_QUEUE, q.as_mut_bytes()) }
     };
     // A queue type amdkfd does not know (PM4 compute queues are emulated: tests/pm4_queue.rs)
-    // is set_queue_properties_from_user's ENOTSUPP, the kernel-internal 524.
+    // is set_queue_properties_from_user's ENOTSUPP, the kernel-internal 524. Type 4 is 1.17's
+    // SDMA_BY_ENG_ID: through the 1.11 argument its engine id is 0 (zero-extended).
     assert_eq!(
-        try_create(&|q| q.queue_type = 4),
+        try_create(&|q| q.queue_type = 5),
         Err(Errno::from_raw_os_error(524))
     );
+    let mut by_engine = CreateQueueArgs {
+        queue_type: KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID,
+        ..good
+    };
+    // SAFETY: as try_create's.
+    unsafe { s.d.ioctl(AMDKFD_IOC_CREATE_QUEUE, by_engine.as_mut_bytes()) }.unwrap();
+    plain_ioctl(
+        &*s.d,
+        &mut DestroyQueueArgs {
+            queue_id: by_engine.queue_id,
+            pad: 0,
+        },
+    )
+    .unwrap();
     assert_eq!(try_create(&|q| q.ring_size = 1536), Err(Errno::INVAL));
     assert_eq!(try_create(&|q| q.gpu_id = 7), Err(Errno::INVAL));
     assert_eq!(try_create(&|q| q.queue_percentage = 101), Err(Errno::INVAL));

@@ -859,6 +859,94 @@ fn create_sdma_queue_checks_its_arguments() {
     }
 }
 
+/// CREATE_QUEUE of interface 1.17 (the 96-byte argument): a `SDMA_BY_ENG_ID` queue takes the
+/// lowest free queue of the engine it names, as amdkfd's `allocate_sdma_queue` (slot `i` is
+/// queue `i / 2` of engine `i % 2` on the built-in GPU's 2 engines x 8 queues); an engine id
+/// past the GPU's engines is `EINVAL`; an engine with no free queue is `ENOMEM` while the
+/// other still has some, which plain SDMA queues then take; the shorter 1.11 argument still
+/// creates queues.
+#[test]
+fn sdma_queues_by_engine_id_take_that_engines_slots() {
+    use hsa_emu::device::{
+        CreateQueueArgs17, AMDKFD_IOC_CREATE_QUEUE_17, KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID,
+    };
+    assert_eq!(AMDKFD_IOC_CREATE_QUEUE_17, 0xc060_4b02);
+    let s = setup(); // its queue: slot 0, engine 0
+    let by_engine = |engine: u32| -> Result<u32, Errno> {
+        let mut q = CreateQueueArgs17 {
+            args: create_args(KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID),
+            sdma_engine_id: engine,
+            pad: 0,
+        };
+        // SAFETY: as try_create's.
+        unsafe { s.d.ioctl(AMDKFD_IOC_CREATE_QUEUE_17, q.as_mut_bytes()) }?;
+        assert_eq!(q.sdma_engine_id, engine, "the argument comes back as given");
+        assert_eq!(q.args.queue_type, KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID);
+        Ok(q.args.queue_id)
+    };
+    assert_eq!(by_engine(2), Err(Errno::INVAL));
+    assert_eq!(by_engine(u32::MAX), Err(Errno::INVAL));
+    // Engine 1's eight queues (slots 1, 3, .., 15), then no more on engine 1.
+    let mut ids = vec![];
+    for _ in 0..8 {
+        ids.push(by_engine(1).unwrap());
+    }
+    assert_eq!(by_engine(1), Err(Errno::NOMEM));
+    // Engine 0 has seven left (slot 0 is the setup's): by engine id, then by kind.
+    ids.push(by_engine(0).unwrap());
+    for _ in 0..6 {
+        let mut q = create_args(KFD_IOC_QUEUE_TYPE_SDMA);
+        try_create(&s.d, &mut q).unwrap();
+        ids.push(q.queue_id);
+    }
+    let mut q = create_args(KFD_IOC_QUEUE_TYPE_SDMA);
+    assert_eq!(try_create(&s.d, &mut q), Err(Errno::NOMEM));
+    assert_eq!(by_engine(0), Err(Errno::NOMEM));
+    // A queue of engine 1 gone: its slot is engine 1's again, not engine 0's.
+    plain_ioctl(
+        &*s.d,
+        &mut DestroyQueueArgs {
+            queue_id: ids[3],
+            pad: 0,
+        },
+    )
+    .unwrap();
+    assert_eq!(by_engine(0), Err(Errno::NOMEM));
+    ids[3] = by_engine(1).unwrap();
+    for queue_id in ids {
+        plain_ioctl(&*s.d, &mut DestroyQueueArgs { queue_id, pad: 0 }).unwrap();
+    }
+
+    // With 2 xGMI engines (ids 2 and 3), engine 3 is the second xGMI engine: its 8 queues
+    // are xGMI slots 1, 3, ..; then xGMI queues by kind take engine 2's 8.
+    let mut t = builtin_topology();
+    t.nodes[1].properties.num_sdma_xgmi_engines = 2;
+    let x = setup_on(t);
+    let xgmi_engine = |engine: u32| -> Result<(), Errno> {
+        let mut q = CreateQueueArgs17 {
+            args: create_args(KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID),
+            sdma_engine_id: engine,
+            pad: 0,
+        };
+        // SAFETY: as try_create's.
+        unsafe { x.d.ioctl(AMDKFD_IOC_CREATE_QUEUE_17, q.as_mut_bytes()) }
+    };
+    assert_eq!(xgmi_engine(4), Err(Errno::INVAL));
+    for _ in 0..8 {
+        xgmi_engine(3).unwrap();
+    }
+    assert_eq!(xgmi_engine(3), Err(Errno::NOMEM));
+    for _ in 0..8 {
+        let mut q = create_args(KFD_IOC_QUEUE_TYPE_SDMA_XGMI);
+        try_create(&x.d, &mut q).unwrap();
+    }
+    let mut q = create_args(KFD_IOC_QUEUE_TYPE_SDMA_XGMI);
+    assert_eq!(try_create(&x.d, &mut q), Err(Errno::NOMEM));
+    assert_eq!(xgmi_engine(2), Err(Errno::NOMEM));
+    // The PCIe engines are another kind: engine 1 still has its 8 queues.
+    xgmi_engine(1).unwrap();
+}
+
 /// hsa-core's SDMA producer ([`hsa_core::sdma::SdmaQueue`]) over the Linux backend over the
 /// emulated device: the queue is a real `KFD_IOC_QUEUE_TYPE_SDMA` queue of the emulated
 /// amdkfd, and ROCR 5.2's command for a 5 MiB copy — two polls of a dependency, timestamps,

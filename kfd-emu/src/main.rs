@@ -16,7 +16,7 @@
 //!   `/sys/devices/system/cpu` instead);
 //! - an `lsmod` first on `PATH` that lists `amdgpu` (rocminfo 5 runs `lsmod | grep amdgpu`),
 //!   and amdgpu's `/sys/module/amdgpu` with `initstate` `live` (rocminfo 7 reads it) and
-//!   `version` (the emulated amdkfd's interface version, 1.15);
+//!   `version` (the emulated amdkfd's interface version, 1.17);
 //! - a fixture `/sys/class/drm` with each GPU's `renderD<minor>/device/ip_discovery` tree
 //!   (GC, SDMA0 and NBIF versions, which tinygrad reads; `sysfs::write_ip_discovery`);
 //! - any root: `/` need not be a mount point (a chroot into a plain directory), as long as

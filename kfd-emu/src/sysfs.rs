@@ -140,13 +140,15 @@ pub fn write_topology(topology: &Topology, root: &Path) -> Result<(), String> {
                     &format!(
                         "type {}\nversion_major 0\nversion_minor 0\nnode_from {}\nnode_to {}\n\
                          weight {}\nmin_latency 0\nmax_latency 0\nmin_bandwidth {}\n\
-                         max_bandwidth {}\nrecommended_transfer_size 0\nflags {}\n",
+                         max_bandwidth {}\nrecommended_transfer_size 0\n\
+                         recommended_sdma_engine_id_mask {}\nflags {}\n",
                         l.link_type,
                         l.node_from,
                         l.node_to,
                         l.weight,
                         l.min_bandwidth,
                         l.max_bandwidth,
+                        l.rec_sdma_eng_id_mask,
                         l.flags
                     ),
                 )?;

@@ -560,6 +560,59 @@ fn hip7_memcpy_on_rocr7_under_kfd_emu() {
     assert!(refused.is_empty(), "{refused:?}");
 }
 
+/// hip_check's `memcpy` on ROCR 7.2.4 under kfd-emu emulating the captured MI210 hive
+/// (`mi210-8gpu-xgmi-pcie`: 2 PCIe and 3 xGMI SDMA engines a GPU): with amdkfd 1.17, ROCR
+/// creates its host-to-device and device-to-host blit queues on chosen SDMA engines
+/// (`KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID`, engines 0 and 1: `GpuAgent`'s blit set-up, which
+/// targets engines only on GPUs with xGMI SDMA engines), each answered 0, and the copies
+/// pass.
+#[test]
+fn hip7_memcpy_takes_sdma_queues_by_engine_id_on_an_xgmi_capture() {
+    let Some(root) = chroot() else { return };
+    let Some(dump) = hsa_test_support::shared::topology_dump("mi210-8gpu-xgmi-pcie-topology")
+    else {
+        return;
+    };
+    let exe = hip_check7(&root);
+    // The capture, where the chroot sees it.
+    let copy = out_dir().join("mi210-8gpu");
+    let _ = std::fs::remove_dir_all(&copy);
+    let cp = Command::new("cp")
+        .arg("-r")
+        .arg(&dump)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let trace = "/opt/hsa-rt/out/memcpy7-xgmi.trace";
+    let out = kfd_emu7(
+        &root,
+        &["--sysfs", "/opt/hsa-rt/out/mi210-8gpu", "--trace", trace],
+        &[exe, "memcpy"],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(
+        out.status.success() && stdout.contains("hip_check: memcpy ok"),
+        "memcpy: {:?}\n{stdout}\n{stderr}",
+        out.status
+    );
+    let text = std::fs::read_to_string(out_dir().join("memcpy7-xgmi.trace")).unwrap();
+    let by_engine: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains(" AMDKFD_IOC_CREATE_QUEUE ") && l.contains("queue_type: 4,"))
+        .map(|l| {
+            let engine = l
+                .split("sdma_engine_id: ")
+                .nth(1)
+                .and_then(|t| t.split([',', ' ']).next())
+                .unwrap_or("?");
+            let result = l.split(" -> ").nth(1).and_then(|t| t.split(' ').next());
+            format!("engine {engine} -> {}", result.unwrap_or("?"))
+        })
+        .collect();
+    assert_eq!(by_engine, ["engine 0 -> 0", "engine 1 -> 0"], "{text}");
+}
+
 /// hip_check's `images` section: ROCR 7.2.4 creates tiled images (T# `SW_MODE` 22), which the
 /// emulated image unit addresses as gfx9's swizzled layouts; HIP copies the host data into the
 /// array from pageable memory through SVM (the GPU reads the host range it was granted).

@@ -336,7 +336,7 @@ fn trace_records_ioctls_and_mmaps_by_name() {
     let _ = std::fs::remove_file(&trace);
     for want in [
         " open /dev/kfd = ",
-        " ioctl /dev/kfd AMDKFD_IOC_GET_VERSION - -> 0 GetVersionArgs { major_version: 1, minor_version: 15 }",
+        " ioctl /dev/kfd AMDKFD_IOC_GET_VERSION - -> 0 GetVersionArgs { major_version: 1, minor_version: 17 }",
         " ioctl /dev/dri/renderD128 DRM_IOCTL_AMDGPU_INFO ",
         " ioctl /dev/kfd AMDKFD_IOC_SET_TRAP_HANDLER SetTrapHandlerArgs { ",
         " ioctl /dev/kfd AMDKFD_IOC_CREATE_EVENT CreateEventArgs { ",

@@ -190,7 +190,7 @@ fn kfd_ioctls_are_answered_by_number_alone() {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(stdout, "kfd_ioctl_number: 1.15\n");
+    assert_eq!(stdout, "kfd_ioctl_number: 1.17\n");
 }
 
 /// B8's hsa.h program (`capi/c/dispatch_round_trip.c`) runs on Debian's ROCR under kfd-emu and

@@ -1140,6 +1140,7 @@ fn read_node(
                 min_bandwidth: q.u32_or_0("min_bandwidth")?,
                 max_bandwidth: q.u32_or_0("max_bandwidth")?,
                 flags: q.u32_or_0("flags")?,
+                rec_sdma_eng_id_mask: q.u32_or_0("recommended_sdma_engine_id_mask")?,
                 p2p,
             });
         }

@@ -559,9 +559,10 @@ impl<P: Platform + 'static> CopyEngine<P> {
 
     /// The engines ROCR 7 recommends for a copy from `src` to `dst`
     /// (`hsa_amd_memory_get_preferred_copy_engine`, ROCR's `GpuAgent::DmaPreferredEngine`):
-    /// ROCR takes the mask from the topology link's `recommended_sdma_engine_id_mask`, which
-    /// amdkfd reports only on xGMI links of newer parts; the topologies this runtime reads
-    /// carry none, so the answer is 0, "no preference", as ROCR answers without it.
+    /// ROCR answers the GPU-to-GPU link's `recommended_sdma_engine_id_mask` (amdkfd 1.17+,
+    /// `hsa_core::platform::IoLink::rec_sdma_eng_id_mask`) on gfx94x when it names one
+    /// engine, else 0. This runtime answers 0, "no preference", always: it does not take the
+    /// mask from the link yet.
     ///
     /// # Errors
     /// As [`CopyEngine::engine_status`]'s agent checks.

@@ -181,6 +181,7 @@ impl FakeTopology {
             min_bandwidth: 0,
             max_bandwidth: 0,
             flags: 0,
+            rec_sdma_eng_id_mask: 0,
             p2p: false,
         };
         FakeTopology {

@@ -232,6 +232,7 @@ fn add_indirect(nodes: &mut [NodeView], a: usize, b: usize) {
         min_bandwidth: 0,
         max_bandwidth: 0,
         flags: 0,
+        rec_sdma_eng_id_mask: 0,
         p2p: false,
     });
 }
@@ -340,6 +341,7 @@ mod tests {
             min_bandwidth: 0,
             max_bandwidth: 0,
             flags: 0,
+            rec_sdma_eng_id_mask: 0,
             p2p: false,
         }
     }

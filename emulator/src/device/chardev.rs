@@ -30,6 +30,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 use hsa_linux::kfd::abi::*;
 
 use super::process::AMDKFD_IOC_DBG_TRAP;
+use super::queue_manager::AMDKFD_IOC_CREATE_QUEUE_17;
 
 use super::{clock, dmabuf, events, lock, memory, process, queue_manager, svm, Device};
 use super::{EVENT_PAGE_BYTES, PAGE_BYTES};
@@ -37,7 +38,7 @@ use crate::device::DOORBELL_PAGE_BYTES;
 
 /// `AMDKFD_COMMAND_START`: the first KFD ioctl number (`kfd_ioctl.h`).
 pub const AMDKFD_COMMAND_START: u8 = 0x01;
-/// `AMDKFD_COMMAND_END` of the interface this device models (KFD 1.11..1.15, up to
+/// `AMDKFD_COMMAND_END` of the interface this device models (KFD 1.11..1.17, up to
 /// `AMDKFD_IOC_DBG_TRAP` 0x26): numbers from here on are past amdkfd's table (`EINVAL`).
 pub const AMDKFD_COMMAND_END: u8 = 0x27;
 
@@ -107,7 +108,7 @@ macro_rules! amdkfd_ioctl_table {
 #[rustfmt::skip] // One row a line, as amdkfd's table.
 pub static AMDKFD_IOCTLS: [Option<AmdkfdIoctlDesc>; AMDKFD_COMMAND_END as usize] = amdkfd_ioctl_table![
     amdkfd_ioctl_def!(AMDKFD_IOC_GET_VERSION, process::get_version, 0),
-    amdkfd_ioctl_def!(AMDKFD_IOC_CREATE_QUEUE, queue_manager::create_queue, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_CREATE_QUEUE_17, queue_manager::create_queue_ioctl, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_DESTROY_QUEUE, queue_manager::destroy_queue_ioctl, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_SET_MEMORY_POLICY, process::set_memory_policy, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_GET_CLOCK_COUNTERS, clock::get_clock_counters, 0),
@@ -277,6 +278,8 @@ mod tests {
         );
         // _IOWR('K', 0x26, 32 bytes), gcc over kfd_ioctl.h 1.17.
         assert_eq!(amdkfd_ioctl(0x26).unwrap().cmd, 0xc020_4b26);
+        // CREATE_QUEUE takes 1.17's 96 bytes (with sdma_engine_id): _IOWR('K', 0x02, 96).
+        assert_eq!(amdkfd_ioctl(0x02).unwrap().cmd, 0xc060_4b02);
         // _IOWR('K', 0x20, 24 bytes: the head alone), from kfd_ioctl.h.
         assert_eq!(AMDKFD_IOC_SVM, 0xc018_4b20);
         let row = amdkfd_ioctl(0x13).unwrap();

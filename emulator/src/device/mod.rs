@@ -84,7 +84,7 @@
 //! not required before allocating; CRIU, SMI events, GWS, queue wave state and
 //! GET_DMABUF_INFO are `ENOTTY` (no row); DBG_TRAP is `EINVAL`, as amdkfd answers it under
 //! `sched_policy=2` (no debugger). The interface version is
-//! [`EMULATED_KFD_MINOR_VERSION`] (1.15; its docs say what each minor past 1.11 needs here
+//! [`EMULATED_KFD_MINOR_VERSION`] (1.17; its docs say what each minor past 1.11 needs here
 //! and what stops it going higher).
 
 use std::collections::{BTreeMap, HashMap};
@@ -153,10 +153,14 @@ pub use process::{
     AMDKFD_IOC_DBG_TRAP, EMULATED_KFD_MINOR_VERSION, MACRO_TILE_MODE_ENTRIES, TILE_MODE_ENTRIES,
 };
 pub use profile::{
-    builtin_profile, builtin_topology, builtin_topology_for, complete_capture, BUILTIN_GPU_ID,
-    BUILTIN_PROFILES, BUILTIN_SYSTEM_BYTES, BUILTIN_VRAM_BYTES,
+    builtin_profile, builtin_topology, builtin_topology_for, complete_capture,
+    fill_recommended_sdma_engines, recommended_sdma_engines, BUILTIN_GPU_ID, BUILTIN_PROFILES,
+    BUILTIN_SYSTEM_BYTES, BUILTIN_VRAM_BYTES,
 };
-pub use queue_manager::MAX_QUEUES_PER_PROCESS;
+pub use queue_manager::{
+    CreateQueueArgs17, AMDKFD_IOC_CREATE_QUEUE_17, KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID,
+    MAX_QUEUES_PER_PROCESS,
+};
 
 use events::Events;
 use mem::{Backing, UserMemory, PAGE_BYTES};
@@ -1174,7 +1178,7 @@ mod tests {
         let d = dev();
         let mut v = GetVersionArgs::default();
         plain_ioctl(&*d, &mut v).unwrap();
-        assert_eq!((v.major_version, v.minor_version), (1, 15));
+        assert_eq!((v.major_version, v.minor_version), (1, 17));
         let mut short = [0u8; 4];
         assert_eq!(
             raw(&d, AMDKFD_IOC_GET_VERSION, &mut short),
@@ -1190,10 +1194,10 @@ mod tests {
         // answer comes back even when the request's direction says write-only (the table's
         // command is _IOR). The emulated device used to answer ENOTTY.
         assert_eq!(raw(&d, ioc(IOC_READ, b'Q', 0x01, 8), &mut x), Ok(()));
-        assert_eq!(x, [1, 0, 0, 0, 15, 0, 0, 0]);
+        assert_eq!(x, [1, 0, 0, 0, 17, 0, 0, 0]);
         let mut y = [0u8; 8];
         assert_eq!(raw(&d, ioc(IOC_WRITE, 0, 0x01, 8), &mut y), Ok(()));
-        assert_eq!(y, [1, 0, 0, 0, 15, 0, 0, 0]);
+        assert_eq!(y, [1, 0, 0, 0, 17, 0, 0, 0]);
         assert_eq!(d.ioctl_count(), 5);
     }
 

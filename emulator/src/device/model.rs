@@ -351,9 +351,12 @@ impl ModelGpu {
             KFD_IOC_QUEUE_TYPE_COMPUTE_AQL => queue_manager::create_queue(device, &mut a),
             // No doorbell reaches the model: the engine takes the write pointer in memory,
             // which ROCR stores before it rings.
-            KFD_IOC_QUEUE_TYPE_SDMA => {
-                sdma::create_queue_watching(device, &mut a, sdma::SdmaDoorbell::WritePointer)
-            }
+            KFD_IOC_QUEUE_TYPE_SDMA => sdma::create_queue_watching(
+                device,
+                &mut a,
+                sdma::SdmaDoorbell::WritePointer,
+                sdma::SdmaTarget::of(info.queue_type),
+            ),
             t => {
                 return Err(error!(
                     Status::InvalidArgument,

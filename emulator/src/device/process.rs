@@ -32,10 +32,13 @@ pub const MACRO_TILE_MODE_ENTRIES: u32 = 16;
 ///   GEM objects, PRIME import/export, `GEM_VA` and `GEM_MMAP` are served (`device::gem`),
 ///   and a VRAM or GTT buffer object may have no GPU address (`va_addr` 0: what libhsakmt
 ///   allocates behind ROCR 7's virtual-memory API, which ROCR enables from 1.15).
-///
-/// Not higher: 1.16's contiguous-VRAM flag and 1.17's `KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID`
-/// (which ROCR 7 uses on gfx94x from 1.17) are not served.
-pub const EMULATED_KFD_MINOR_VERSION: u32 = 15;
+/// - 1.16, `KFD_IOC_ALLOC_MEM_FLAGS_CONTIGUOUS_BEST_EFFORT`: taken on any allocation (the
+///   emulated memory of a buffer object is one piece).
+/// - 1.17, `KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID`: the 96-byte CREATE_QUEUE argument with
+///   `sdma_engine_id`, a queue slot of that engine (`queue_manager::create_queue_ioctl`,
+///   `sdma::SdmaTarget`), and each IO link's `recommended_sdma_engine_id_mask`
+///   (`profile::fill_recommended_sdma_engines`), which ROCR 7 reads with it.
+pub const EMULATED_KFD_MINOR_VERSION: u32 = 17;
 
 /// `AMDKFD_IOC_DBG_TRAP`: `_IOWR('K', 0x26, struct kfd_ioctl_dbg_trap_args)`, 32 bytes
 /// (`kfd_ioctl.h` 1.13+; gcc over the 1.17 header gives 0xc0204b26).

@@ -30,8 +30,16 @@ const CACHE_TYPE_GPU_DATA: u32 = 1 | 8;
 
 /// The built-in profile: node 0 a CPU (2 cores, one 16 GiB system bank), node 1 a gfx90a GPU
 /// like an MI210 (104 CUs: 416 SIMDs at 4 a CU, 64 KiB LDS, wave64, 24 CP queues, 64 GiB
-/// `FB_PUBLIC` VRAM, 16 KiB L1 and 8 MiB L2), linked by PCIe.
+/// `FB_PUBLIC` VRAM, 16 KiB L1 and 8 MiB L2), linked by PCIe (each link recommending the GPU's
+/// two PCIe SDMA engines, as amdkfd 1.17 does).
 pub fn builtin_topology() -> Topology {
+    let mut t = builtin_base();
+    fill_recommended_sdma_engines(&mut t);
+    t
+}
+
+/// [`builtin_topology`] before its links' recommended SDMA engines.
+fn builtin_base() -> Topology {
     let mut cpu = NodeProperties {
         node_id: 0,
         cpu_cores_count: 2,
@@ -227,7 +235,7 @@ pub fn builtin_topology_for(gfx_target_version: u32) -> Result<Topology, hsa_cor
                  90006, 90008, 90010, 90402, 100300 and 110000"
             )
         })?;
-    let mut t = builtin_topology();
+    let mut t = builtin_base();
     match gfx_target_version {
         90006 => mi60_gfx906(&mut t.nodes[1]),
         90008 => mi100_gfx908(&mut t.nodes[1]),
@@ -244,6 +252,7 @@ pub fn builtin_topology_for(gfx_target_version: u32) -> Result<Topology, hsa_cor
     let marketing = hsa_linux::isa::marketing_name_from_device_id(device_id).unwrap_or("AMD GPU");
     let _ = gpu.marketing_name.push_str(marketing);
     let _ = gpu.marketing_name.push_str(" (emulated)");
+    fill_recommended_sdma_engines(&mut t);
     Ok(t)
 }
 
@@ -297,6 +306,7 @@ fn pcie_link(from: u32, to: u32) -> IoLink {
         min_bandwidth: 312,
         max_bandwidth: 64_000,
         flags: 1,
+        rec_sdma_eng_id_mask: 0,
         p2p: false,
     }
 }
@@ -305,6 +315,30 @@ fn pcie_link(from: u32, to: u32) -> IoLink {
 mod tests {
     use super::*;
     use hsa_core::isa::Processor;
+
+    /// Both PCIe links of the built-in profile recommend its two PCIe engines (amdkfd 1.17);
+    /// an xGMI link between GPUs recommends the xGMI engines, which come after them; a GPU
+    /// with none falls back to the PCIe ones.
+    #[test]
+    fn links_recommend_sdma_engines_as_amdkfd() {
+        let t = builtin_topology();
+        let masks: Vec<u32> = t
+            .nodes
+            .iter()
+            .flat_map(|n| &n.io_links)
+            .map(|l| l.rec_sdma_eng_id_mask)
+            .collect();
+        assert_eq!(masks, [0b11, 0b11]);
+        let mut g = t.nodes[1].properties.clone();
+        g.num_sdma_xgmi_engines = 3;
+        assert_eq!(recommended_sdma_engines(&g, 11, true), 0b11100);
+        assert_eq!(recommended_sdma_engines(&g, 11, false), 0b11);
+        assert_eq!(recommended_sdma_engines(&g, 2, true), 0b11);
+        g.num_sdma_xgmi_engines = 0;
+        assert_eq!(recommended_sdma_engines(&g, 11, true), 0b11);
+        g.num_sdma_engines = 40;
+        assert_eq!(recommended_sdma_engines(&g, 2, false), u32::MAX);
+    }
 
     #[test]
     fn builtin_profile_is_an_mi210_like_gfx90a() {
@@ -487,7 +521,67 @@ pub fn complete_capture(topology: &mut Topology) -> Vec<String> {
             ));
         }
     }
+    let filled = fill_recommended_sdma_engines(topology);
+    if filled > 0 {
+        notes.push(format!(
+            "{filled} IO links: recommended_sdma_engine_id_mask as amdkfd 1.17 sets it"
+        ));
+    }
     notes
+}
+
+/// `HSA_IOLINK_TYPE_XGMI` (`hsakmttypes.h`).
+const IOLINK_TYPE_XGMI: u32 = 11;
+
+/// The `recommended_sdma_engine_id_mask` amdkfd 1.17 gives an IO link one of whose ends is
+/// GPU `gpu` (`kfd_set_recommended_sdma_engines`, outside the 8-GPU MI300 hive in SPX mode,
+/// whose fixed table needs the sockets' physical ids, which the topology does not show): an
+/// xGMI link between two GPUs on a GPU with xGMI SDMA engines recommends those (engine ids
+/// `num_sdma_engines ..`), any other link the PCIe engines (`0 .. num_sdma_engines`).
+pub fn recommended_sdma_engines(gpu: &NodeProperties, link_type: u32, gpu_to_gpu: bool) -> u32 {
+    let (first, count) =
+        if link_type == IOLINK_TYPE_XGMI && gpu.num_sdma_xgmi_engines > 0 && gpu_to_gpu {
+            (gpu.num_sdma_engines, gpu.num_sdma_xgmi_engines)
+        } else {
+            (0, gpu.num_sdma_engines)
+        };
+    (first..first.saturating_add(count))
+        .filter(|&i| i < 32)
+        .fold(0, |m, i| m | 1 << i)
+}
+
+/// Gives each IO link (not the P2P links, which amdkfd fills elsewhere and which are left as
+/// they are) that has no
+/// `recommended_sdma_engine_id_mask` the one amdkfd 1.17 sets ([`recommended_sdma_engines`],
+/// from the link's GPU: its `node_from` when that is a GPU, else its `node_to`). Returns how
+/// many links it set.
+pub fn fill_recommended_sdma_engines(topology: &mut Topology) -> usize {
+    let props: Vec<NodeProperties> = topology
+        .nodes
+        .iter()
+        .map(|n| n.properties.clone())
+        .collect();
+    let node = |id: u32| props.iter().find(|p| p.node_id == id);
+    let is_gpu = |p: Option<&NodeProperties>| p.is_some_and(|p| p.simd_count > 0);
+    let mut filled = 0;
+    for n in &mut topology.nodes {
+        for l in n.io_links.iter_mut().filter(|l| !l.p2p) {
+            if l.rec_sdma_eng_id_mask != 0 {
+                continue;
+            }
+            let (from, to) = (node(l.node_from), node(l.node_to));
+            let gpu = if is_gpu(from) { from } else { to };
+            let Some(gpu) = gpu.filter(|g| g.simd_count > 0) else {
+                continue;
+            };
+            let mask = recommended_sdma_engines(gpu, l.link_type, is_gpu(from) && is_gpu(to));
+            if mask != 0 {
+                l.rec_sdma_eng_id_mask = mask;
+                filled += 1;
+            }
+        }
+    }
+    filled
 }
 
 /// Puts a CPU node (as amdkfd's virtual CRAT makes it) before the GPU nodes of a topology that
@@ -581,7 +675,11 @@ mod capture_tests {
         let mut t = Topology::read(&root).unwrap();
         assert_eq!((t.nodes.len(), t.cpu_count()), (1, 0));
         let notes = complete_capture(&mut t);
-        assert_eq!(notes.len(), 4, "{notes:?}");
+        assert_eq!(notes.len(), 5, "{notes:?}");
+        assert_eq!(
+            notes[4],
+            "2 IO links: recommended_sdma_engine_id_mask as amdkfd 1.17 sets it"
+        );
         assert!(
             notes[0].starts_with("no CPU node (amdkfd always reports one)"),
             "{notes:?}"
@@ -606,12 +704,26 @@ mod capture_tests {
             }]
         );
         assert_eq!(cpu.properties.mem_banks_count, 1);
-        assert_eq!(cpu.io_links, [pcie_link(0, 1)]);
+        // Both links recommend the GPU's two PCIe SDMA engines (amdkfd 1.17).
+        assert_eq!(
+            cpu.io_links,
+            [IoLink {
+                rec_sdma_eng_id_mask: 0b11,
+                ..pcie_link(0, 1)
+            }]
+        );
         assert_eq!(cpu.properties.io_links_count, 1);
         assert_eq!(gpu.properties.node_id, 1);
         assert_eq!(gpu.properties.gpu_id, 4660);
         assert_eq!(gpu.properties.gfx_target_version, 90008);
-        assert_eq!(gpu.io_links, [pcie_link(1, 0)]);
+        // Both links recommend the GPU's two PCIe SDMA engines (amdkfd 1.17).
+        assert_eq!(
+            gpu.io_links,
+            [IoLink {
+                rec_sdma_eng_id_mask: 0b11,
+                ..pcie_link(1, 0)
+            }]
+        );
         assert_eq!(gpu.properties.io_links_count, 1);
         assert_eq!(gpu.local_memory_bytes(), NOMINAL_VRAM_BYTES);
         assert_eq!(gpu.caches.len(), 2);

@@ -21,6 +21,7 @@ use hsa_core::packet_processor::PacketProcessor;
 use hsa_core::wire::mqd::{ComputeQueueProperties, CtxSaveArea, HqdQueue, V9Mqd, XccMqd};
 use hsa_core::GpuVa;
 use rustix::io::Errno;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use hsa_linux::kfd::abi::*;
 
@@ -31,6 +32,69 @@ use super::{lock, mem, Device, Gpu, DOORBELL_PAGE_BYTES};
 
 /// Most queues a process may have (`KFD_MAX_NUM_OF_QUEUES_PER_PROCESS`).
 pub const MAX_QUEUES_PER_PROCESS: u32 = 1024;
+
+/// `KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID` (`kfd_ioctl.h` 1.17): an SDMA queue on the engine
+/// [`CreateQueueArgs17::sdma_engine_id`] names.
+pub const KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID: u32 = 4;
+
+/// `struct kfd_ioctl_create_queue_args` as interface 1.17 lays it out (96 bytes): 1.11's 88
+/// bytes, then the SDMA engine id of [`KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID`] and padding. A
+/// caller with the shorter struct gets the id 0, as amdkfd zero-extends its argument.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct CreateQueueArgs17 {
+    /// The 1.11 fields.
+    pub args: CreateQueueArgs,
+    /// To KFD: the engine of a `SDMA_BY_ENG_ID` queue (the PCIe engines from 0, then the xGMI
+    /// ones).
+    pub sdma_engine_id: u32,
+    /// Padding.
+    pub pad: u32,
+}
+const _: () = assert!(size_of::<CreateQueueArgs17>() == 96);
+
+/// `AMDKFD_IOC_CREATE_QUEUE` of interface 1.17: `_IOWR('K', 0x02, struct
+/// kfd_ioctl_create_queue_args)` of 96 bytes (gcc over the 1.17 header gives 0xc0604b02).
+pub const AMDKFD_IOC_CREATE_QUEUE_17: u32 = ioc(
+    IOC_READ | IOC_WRITE,
+    AMDKFD_IOCTL_BASE,
+    0x02,
+    size_of::<CreateQueueArgs17>(),
+);
+
+/// CREATE_QUEUE of interface 1.17 (`kfd_ioctl_create_queue`): a `SDMA_BY_ENG_ID` queue, after
+/// the checks of every type ([`queue_properties_from_user`]) and of the GPU (`EINVAL`), needs
+/// an engine id below the GPU's PCIe and xGMI SDMA engines (`EINVAL`, "sdma_engine_id exceeds
+/// maximum id") and a free queue slot on that engine (`ENOMEM`); it is then a queue of that
+/// engine's kind. Every other type is [`create_queue`]'s.
+pub(crate) fn create_queue_ioctl(
+    device: &Arc<Device>,
+    a: &mut CreateQueueArgs17,
+) -> Result<(), Errno> {
+    if a.args.queue_type != KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID {
+        return create_queue(device, &mut a.args);
+    }
+    queue_properties_from_user(&mut a.args)?;
+    let gpu = device.gpu_by_id(a.args.gpu_id)?;
+    let engines = device
+        .topology
+        .nodes
+        .iter()
+        .find(|n| n.properties.gpu_id == gpu.gpu_id)
+        .map_or(0, |n| {
+            n.properties.num_sdma_engines + n.properties.num_sdma_xgmi_engines
+        });
+    if a.sdma_engine_id >= engines {
+        return Err(Errno::INVAL);
+    }
+    super::sdma::create_queue(
+        device,
+        &mut a.args,
+        super::sdma::SdmaTarget::Engine(a.sdma_engine_id),
+    )
+}
 
 /// One queue of the process.
 pub(crate) struct QueueEntry {
@@ -46,6 +110,9 @@ pub(crate) struct QueueEntry {
     /// A compute queue's properties, as amdkfd keeps them to update its MQD (`None` for an
     /// SDMA queue).
     pub(crate) props: Option<ComputeQueueProperties>,
+    /// An SDMA queue's slot among its GPU's queues of its kind (amdkfd's `sdma_id`: engine
+    /// `sdma_id % engines`, queue `sdma_id / engines`); `None` for a compute queue.
+    pub(crate) sdma_slot: Option<u32>,
 }
 
 /// CREATE_QUEUE as `kfd_ioctl_create_queue` and `pqm_create_queue`: first what every type
@@ -72,7 +139,7 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
         a.queue_type,
         KFD_IOC_QUEUE_TYPE_SDMA | KFD_IOC_QUEUE_TYPE_SDMA_XGMI
     ) {
-        return super::sdma::create_queue(device, a);
+        return super::sdma::create_queue(device, a, super::sdma::SdmaTarget::of(a.queue_type));
     }
     if a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE {
         return create_pm4_queue(device, a);
@@ -131,6 +198,7 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
         ctl,
         pins: &pins,
         props: Some(props),
+        sdma: None,
     };
     start(
         device,
@@ -195,6 +263,7 @@ fn create_pm4_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(),
         ctl,
         pins: &pins,
         props: Some(props),
+        sdma: None,
     };
     start(
         device,
@@ -417,6 +486,9 @@ pub(super) struct Started<'a> {
     pub(crate) pins: &'a [u64],
     /// A compute queue's MQD properties (`None` for SDMA).
     pub(crate) props: Option<ComputeQueueProperties>,
+    /// An SDMA queue's kind (`KFD_IOC_QUEUE_TYPE_SDMA` or `_SDMA_XGMI`: what amdkfd makes
+    /// of `_SDMA_BY_ENG_ID`) and slot; `None` for a compute queue.
+    pub(crate) sdma: Option<(u32, u32)>,
 }
 
 /// Starts a new queue's engine thread (`body`), pins the buffer objects under `pins`, records
@@ -446,13 +518,14 @@ pub(super) fn start(
         qid,
         QueueEntry {
             gpu_id: a.gpu_id,
-            queue_type: a.queue_type,
+            queue_type: started.sdma.map_or(a.queue_type, |(kind, _)| kind),
             ring_va: a.ring_base_address,
             ring_size: a.ring_size,
             pinned,
             ctl: started.ctl,
             thread: Some(thread),
             props: started.props,
+            sdma_slot: started.sdma.map(|(_, slot)| slot),
         },
     );
     lock(&device.queue_errors).remove(&qid);

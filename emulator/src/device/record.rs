@@ -363,7 +363,7 @@ mod tests {
                     target: CallTarget::Kfd,
                     request: AMDKFD_IOC_GET_VERSION,
                     before: vec![0; 8],
-                    after: vec![1, 0, 0, 0, 15, 0, 0, 0],
+                    after: vec![1, 0, 0, 0, 17, 0, 0, 0],
                     result: Ok(()),
                 },
                 KfdCall::Mmap {

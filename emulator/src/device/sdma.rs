@@ -73,6 +73,7 @@ use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
+use hsa_core::platform::NodeProperties;
 use hsa_core::{error, Error, Status};
 use rustix::io::Errno;
 use zerocopy::IntoBytes;
@@ -848,10 +849,61 @@ impl SdmaMemory for SdmaHost<'_> {
 /// [`queue_properties_from_user`](super::queue_manager::queue_properties_from_user)
 /// (amdkfd `allocate_sdma_queue`, `kfd_queue_acquire_buffers`): the ring, read and write
 /// pointers must lie in memory mapped to the GPU (the pointers 8-byte aligned: the engine
-/// writes the 64-bit read pointer back); `ENOSPC` past the GPU's queues, `ENOMEM` past its
-/// SDMA queue slots. EOP and context-save buffers are not used.
-pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(), Errno> {
-    create_queue_watching(device, a, SdmaDoorbell::Own)
+/// writes the 64-bit read pointer back); `ENOSPC` past the GPU's queues, `ENOMEM` when no
+/// SDMA queue slot is free ([`SdmaTarget`]). EOP and context-save buffers are not used.
+pub(crate) fn create_queue(
+    device: &Arc<Device>,
+    a: &mut CreateQueueArgs,
+    target: SdmaTarget,
+) -> Result<(), Errno> {
+    create_queue_watching(device, a, SdmaDoorbell::Own, target)
+}
+
+/// Which SDMA queue slot a new queue takes (amdkfd's `allocate_sdma_queue`). A GPU has
+/// `num_sdma_queues_per_engine` slots on each of its PCIe engines (`num_sdma_engines`) and on
+/// each of its xGMI engines (`num_sdma_xgmi_engines`); slot `i` of a kind is queue
+/// `i / engines` of that kind's engine `i % engines`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SdmaTarget {
+    /// `KFD_IOC_QUEUE_TYPE_SDMA` (`false`) or `_SDMA_XGMI` (`true`): the lowest free slot of
+    /// that kind.
+    Kind(bool),
+    /// `KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID` (interface 1.17): a free slot on engine id `N`
+    /// (the PCIe engines first, then the xGMI ones), the lowest queue on it; the queue is then
+    /// of that engine's kind. The caller checked `N` against the engines.
+    Engine(u32),
+}
+
+impl SdmaTarget {
+    /// The target of an SDMA `queue_type` that is not by engine id.
+    pub(crate) fn of(queue_type: u32) -> SdmaTarget {
+        SdmaTarget::Kind(queue_type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI)
+    }
+
+    /// The queue's kind (`KFD_IOC_QUEUE_TYPE_SDMA` or `_SDMA_XGMI`) and slot, given the
+    /// slots of GPU `p` already taken (`taken(xgmi, slot)`); `None` when none is free.
+    fn slot(self, p: &NodeProperties, taken: impl Fn(bool, u32) -> bool) -> Option<(u32, u32)> {
+        let (xgmi, first, step) = match self {
+            SdmaTarget::Kind(xgmi) => (xgmi, 0, 1),
+            SdmaTarget::Engine(e) if e < p.num_sdma_engines => (false, e, p.num_sdma_engines),
+            SdmaTarget::Engine(e) => (true, e - p.num_sdma_engines, p.num_sdma_xgmi_engines.max(1)),
+        };
+        let engines = if xgmi {
+            p.num_sdma_xgmi_engines
+        } else {
+            p.num_sdma_engines
+        };
+        let slots = engines.saturating_mul(p.num_sdma_queues_per_engine);
+        let kind = if xgmi {
+            KFD_IOC_QUEUE_TYPE_SDMA_XGMI
+        } else {
+            KFD_IOC_QUEUE_TYPE_SDMA
+        };
+        (first..slots)
+            .step_by(step as usize)
+            .find(|&i| !taken(xgmi, i))
+            .map(|i| (kind, i))
+    }
 }
 
 /// What an SDMA queue's engine takes as the end of the work.
@@ -871,6 +923,7 @@ pub(crate) fn create_queue_watching(
     device: &Arc<Device>,
     a: &mut CreateQueueArgs,
     doorbell: SdmaDoorbell,
+    target: SdmaTarget,
 ) -> Result<(), Errno> {
     let gpu = device.gpu_by_id(a.gpu_id)?;
     if a.read_pointer_address % 8 != 0 || a.write_pointer_address % 8 != 0 {
@@ -883,13 +936,6 @@ pub(crate) fn create_queue_watching(
         .find(|n| n.properties.gpu_id == gpu.gpu_id)
         .map(|n| n.properties.clone())
         .ok_or(Errno::INVAL)?;
-    let xgmi = a.queue_type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI;
-    let engines = if xgmi {
-        props.num_sdma_xgmi_engines
-    } else {
-        props.num_sdma_engines
-    };
-    let sdma_slots = engines.saturating_mul(props.num_sdma_queues_per_engine);
     let mut allocs = device
         .allocs
         .write()
@@ -905,13 +951,18 @@ pub(crate) fn create_queue_watching(
         .ok_or(Errno::FAULT)?;
     let mut queues = lock(&device.queues);
     let qid = free_queue_id(&queues, gpu)?;
-    let sdma_on_gpu = queues
-        .values()
-        .filter(|q| q.gpu_id == gpu.gpu_id && q.queue_type == a.queue_type)
-        .count() as u32;
-    if sdma_on_gpu >= sdma_slots {
-        return Err(Errno::NOMEM);
-    }
+    let slot = target
+        .slot(&props, |xgmi, i| {
+            let kind = if xgmi {
+                KFD_IOC_QUEUE_TYPE_SDMA_XGMI
+            } else {
+                KFD_IOC_QUEUE_TYPE_SDMA
+            };
+            queues
+                .values()
+                .any(|q| q.gpu_id == gpu.gpu_id && q.queue_type == kind && q.sdma_slot == Some(i))
+        })
+        .ok_or(Errno::NOMEM)?;
     let ctl = new_ctl(gpu, a);
     let engine = SdmaThread {
         device: device.clone(),
@@ -936,6 +987,7 @@ pub(crate) fn create_queue_watching(
         ctl,
         pins: &pins,
         props: None,
+        sdma: Some(slot),
     };
     start(
         device,

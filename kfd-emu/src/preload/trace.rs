@@ -179,6 +179,10 @@ fn hex(bytes: &[u8]) -> String {
 pub fn decode_kfd(nr: u8, bytes: &[u8]) -> String {
     match nr {
         0x01 => as_debug::<GetVersionArgs>(bytes),
+        // 1.17's 96 bytes (with `sdma_engine_id`), else 1.11's 88.
+        0x02 if bytes.len() == size_of::<hsa_emu::device::CreateQueueArgs17>() => {
+            as_debug::<hsa_emu::device::CreateQueueArgs17>(bytes)
+        }
         0x02 => as_debug::<CreateQueueArgs>(bytes),
         0x03 => as_debug::<DestroyQueueArgs>(bytes),
         0x04 => as_debug::<SetMemoryPolicyArgs>(bytes),
