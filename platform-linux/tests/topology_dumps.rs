@@ -194,6 +194,20 @@ fn mi300x_65_nodes_in_numeric_order() {
         .filter(|l| l.link_type == 1)
         .count();
     assert_eq!((xgmi, pcie, ht), (3906, 126, 2));
+    // amdkfd 1.17's recommended SDMA engines: the two PCIe engines on every GPU's link (the
+    // CPX partitions have no xGMI engines), none on the CPUs' link to each other.
+    let masks: std::collections::BTreeMap<(u32, u32), usize> = t
+        .nodes
+        .iter()
+        .flat_map(|n| &n.io_links)
+        .fold(Default::default(), |mut m, l| {
+            *m.entry((l.link_type, l.rec_sdma_eng_id_mask)).or_default() += 1;
+            m
+        });
+    assert_eq!(
+        masks.into_iter().collect::<Vec<_>>(),
+        [((1, 0), 2), ((2, 3), 126), ((11, 3), 3906)]
+    );
     assert_eq!(t.nodes[0].properties.cpu_cores_count, 96);
 }
 

@@ -348,7 +348,7 @@ fn rocr7_system_attributes() {
         v
     };
     assert_eq!(get_bool(HSA_AMD_SYSTEM_INFO_MWAITX_ENABLED), 0);
-    // The emulated amdkfd reports interface 1.14 and serves EXPORT_DMABUF (1.12): ROCR 7
+    // The emulated amdkfd reports interface 1.17 and serves EXPORT_DMABUF (1.12): ROCR 7
     // says DMA-buf is supported from 1.12 on.
     assert_eq!(get_bool(HSA_AMD_SYSTEM_INFO_DMABUF_SUPPORTED), 1);
     assert_eq!(get_bool(HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED), 0);
