@@ -25,6 +25,10 @@
 //!   overlaps what the VM maps (`amdgpu_vm_bo_map`'s conflict); UNMAP of an address where the
 //!   object has no mapping is `ENOENT`.
 //!
+//! A queue whose ring or pointers lie in a GEM_VA mapping holds its pages until it is
+//! destroyed (amdkfd's `kfd_queue_acquire_buffers` takes a reference on the object), so an
+//! UNMAP or GEM_CLOSE under a running queue takes nothing from its engine.
+//!
 //! Where this differs from amdgpu:
 //! - The GEM handles belong to the GPU's render node, not to each open of it (a process that
 //!   opens one render node twice sees one handle table; libdrm and libhsakmt open each once).
@@ -965,6 +969,85 @@ mod tests {
             render(&d, DRM_IOCTL_AMDGPU_GEM_MMAP, m.as_mut_bytes()),
             Err(Errno::NOENT)
         );
+    }
+
+    /// An SDMA queue whose ring and pointers lie in a GEM_VA mapping holds those pages: after
+    /// UNMAP, GEM_CLOSE, FREE of the buffer object and the dma-bufs' close, its engine still
+    /// runs a packet on them (amdkfd's queue keeps a reference on the object), and the queue
+    /// goes cleanly.
+    #[test]
+    fn a_queue_in_a_gem_mapping_keeps_its_pages() {
+        use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+        use std::time::{Duration, Instant};
+        let d = dev();
+        let bo = alloc(&d, 0, 2 * 4096).unwrap();
+        let fd = export(&d, bo.handle);
+        let h = import(&d, fd.as_raw_fd()).unwrap();
+        let mut m = [h, 0];
+        render(&d, DRM_IOCTL_AMDGPU_GEM_MMAP, m.as_mut_bytes()).unwrap();
+        let offset = u64::from(m[0]) | u64::from(m[1]) << 32;
+        let cpu =
+            hsa_linux::kfd::calls::mmap(&*d, MapTarget::RenderNode(GPU), offset, 8192).unwrap();
+        let va = 0x7f00_0060_0000;
+        va_op(&d, h, AMDGPU_VA_OP_MAP, RWX, va, 0, 2 * 4096).unwrap();
+        let mut q = CreateQueueArgs {
+            ring_base_address: va,
+            read_pointer_address: va + 4096,
+            write_pointer_address: va + 4096 + 8,
+            ring_size: 1024,
+            gpu_id: GPU,
+            queue_type: KFD_IOC_QUEUE_TYPE_SDMA,
+            queue_percentage: 100,
+            queue_priority: 7,
+            ..Default::default()
+        };
+        // SAFETY: the queue's addresses are the GEM mapping's, which the device reaches.
+        unsafe { d.ioctl(AMDKFD_IOC_CREATE_QUEUE, q.as_mut_bytes()) }.unwrap();
+        // Everything that named the pages goes.
+        va_op(&d, h, AMDGPU_VA_OP_UNMAP, 0, va, 0, 2 * 4096).unwrap();
+        let mut c = DrmGemClose { handle: h, pad: 0 };
+        render(&d, DRM_IOCTL_GEM_CLOSE, c.as_mut_bytes()).unwrap();
+        plain_ioctl(&*d, &mut FreeMemoryOfGpuArgs { handle: bo.handle }).unwrap();
+        drop(fd);
+        // One NOP (dword 0): the write pointer at 4 bytes, then the doorbell.
+        // SAFETY: the CPU mapping of the object's 8 KiB, alive until the end of the test;
+        // the words the engine shares are accessed atomically.
+        let (ring0, rptr, wptr) = unsafe {
+            (
+                AtomicU32::from_ptr(cpu.as_ptr().cast()),
+                AtomicU64::from_ptr(cpu.as_ptr().add(4096).cast()),
+                AtomicU64::from_ptr(cpu.as_ptr().add(4096 + 8).cast()),
+            )
+        };
+        ring0.store(0, Ordering::Release);
+        wptr.store(4, Ordering::Release);
+        let page =
+            hsa_linux::kfd::calls::mmap(&*d, MapTarget::Kfd, q.doorbell_offset & !0x1fff, 8192)
+                .unwrap();
+        // SAFETY: the doorbell slot of the queue in the doorbell page the device mapped,
+        // 8-byte aligned, read by the engine atomically.
+        let bell = unsafe {
+            AtomicU64::from_ptr(
+                page.as_ptr()
+                    .add((q.doorbell_offset & 0x1fff) as usize)
+                    .cast(),
+            )
+        };
+        bell.store(4, Ordering::Release);
+        let t = Instant::now();
+        while rptr.load(Ordering::Acquire) != 4 && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(rptr.load(Ordering::Acquire), 4, "the engine ran the NOP");
+        plain_ioctl(
+            &*d,
+            &mut DestroyQueueArgs {
+                queue_id: q.queue_id,
+                pad: 0,
+            },
+        )
+        .unwrap();
+        assert_eq!(d.live_handles().memory, 0);
     }
 
     /// The request numbers, as gcc computes them from libdrm's `drm.h` and `amdgpu_drm.h`.

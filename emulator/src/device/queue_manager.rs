@@ -113,6 +113,9 @@ pub(crate) struct QueueEntry {
     /// An SDMA queue's slot among its GPU's queues of its kind (amdkfd's `sdma_id`: engine
     /// `sdma_id % engines`, queue `sdma_id / engines`); `None` for a compute queue.
     pub(crate) sdma_slot: Option<u32>,
+    /// The pages of the render-node mappings the queue's ring and pointers lie in, held
+    /// until the queue is destroyed (after its engine stopped).
+    pub(crate) held: Vec<Arc<super::mem::Backing>>,
 }
 
 /// CREATE_QUEUE as `kfd_ioctl_create_queue` and `pqm_create_queue`: first what every type
@@ -508,10 +511,18 @@ pub(super) fn start(
         .spawn(body)
         .map_err(|_| Errno::NOMEM)?;
     let mut pinned = Vec::new();
+    let mut held = Vec::new();
     for &va in started.pins {
         if let Some(al) = allocs.mapped_containing_mut(a.gpu_id, va, 1) {
-            al.pins += 1;
-            pinned.push(al.handle);
+            if al.kind == super::memory::Kind::GemVa {
+                // A GEM_VA mapping: the queue holds the pages (amdkfd's
+                // kfd_queue_acquire_buffers takes a reference on the object), which an
+                // UNMAP or GEM_CLOSE then cannot take from under the engine.
+                held.extend(al.backing.clone());
+            } else {
+                al.pins += 1;
+                pinned.push(al.handle);
+            }
         }
     }
     queues.insert(
@@ -526,6 +537,7 @@ pub(super) fn start(
             thread: Some(thread),
             props: started.props,
             sdma_slot: started.sdma.map(|(_, slot)| slot),
+            held,
         },
     );
     lock(&device.queue_errors).remove(&qid);
@@ -560,6 +572,8 @@ pub(crate) fn destroy_queue(device: &Device, qid: u32) -> Result<(), Errno> {
             a.pins = a.pins.saturating_sub(1);
         }
     }
+    // The render-node pages the queue held go now that its engine has stopped.
+    drop(std::mem::take(&mut q.held));
     Ok(())
 }
 
