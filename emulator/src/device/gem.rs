@@ -894,6 +894,38 @@ mod tests {
                 "{what}"
             );
         }
+        // Every flag of the valid set is taken: memory type (AMDGPU_VM_MTYPE_UC, 4 << 5),
+        // NOALLOC, DELAY_UPDATE.
+        let all = RWX | AMDGPU_VM_DELAY_UPDATE | (4 << 5) | AMDGPU_VM_PAGE_NOALLOC;
+        va_op(&d, h, AMDGPU_VA_OP_MAP, all, ok + 0x40_0000, 0, 4096).unwrap();
+        va_op(&d, h, AMDGPU_VA_OP_UNMAP, all, ok + 0x40_0000, 0, 4096).unwrap();
+        // A second object's pages are a second handle.
+        let other = alloc(&d, 0, 4096).unwrap();
+        let other_fd = export(&d, other.handle);
+        let h2 = import(&d, other_fd.as_raw_fd()).unwrap();
+        assert_ne!(h2, h);
+        assert_eq!(import(&d, fd.as_raw_fd()), Ok(h));
+        assert_eq!(import(&d, other_fd.as_raw_fd()), Ok(h2));
+        // The lowest address (64 KiB) and a range ending at the VM's reserved top are taken.
+        va_op(&d, h, AMDGPU_VA_OP_MAP, RWX, 0x1_0000, 0, 4096).unwrap();
+        va_op(&d, h, AMDGPU_VA_OP_UNMAP, 0, 0x1_0000, 0, 4096).unwrap();
+        let top = 0xffff_0000_0000_0000 | (VM_BYTES - AMDGPU_VA_RESERVED_TOP - 4096);
+        va_op(&d, h, AMDGPU_VA_OP_MAP, RWX, top, 0, 4096).unwrap();
+        va_op(&d, h, AMDGPU_VA_OP_UNMAP, 0, top, 0, 4096).unwrap();
+        // A CLEAR of exactly one mapping's range takes it.
+        va_op(&d, h, AMDGPU_VA_OP_MAP, RWX, ok + 0x50_0000, 0, 2 * 4096).unwrap();
+        va_op(&d, 0, AMDGPU_VA_OP_CLEAR, 0, ok + 0x50_0000, 0, 2 * 4096).unwrap();
+        assert_eq!(gpu_read(&d, ok + 0x50_0000), None);
+        // UNMAP names the object as well as the address: another handle's is ENOENT.
+        va_op(&d, h, AMDGPU_VA_OP_MAP, RWX, ok + 0x40_0000, 0, 4096).unwrap();
+        assert_eq!(
+            va_op(&d, h2, AMDGPU_VA_OP_UNMAP, 0, ok + 0x40_0000, 0, 4096),
+            Err(Errno::NOENT)
+        );
+        // A CLEAR that starts where a mapping ends leaves it (ranges are half-open).
+        va_op(&d, 0, AMDGPU_VA_OP_CLEAR, 0, ok + 0x40_1000, 0, 0x1_0000).unwrap();
+        assert!(gpu_read(&d, ok + 0x40_0000).is_some());
+        va_op(&d, h, AMDGPU_VA_OP_UNMAP, 0, ok + 0x40_0000, 0, 4096).unwrap();
         // An address above the hole is its low 48 bits (the upper half of the VM).
         va_op(&d, h, AMDGPU_VA_OP_MAP, RWX, 0xffff_8000_0020_0000, 0, 4096).unwrap();
         assert!(gpu_read(&d, 0x8000_0020_0000).is_some());
@@ -1048,6 +1080,85 @@ mod tests {
         )
         .unwrap();
         assert_eq!(d.live_handles().memory, 0);
+    }
+
+    /// Two GPUs map the same pages at the same address (ROCR maps a vmem handle on each
+    /// agent given access): one mapping both reach, which stays while either maps it; other
+    /// pages, another offset or another size there is a conflict.
+    #[test]
+    fn two_gpus_map_the_same_pages_at_one_address() {
+        const SECOND: u32 = 0x5678;
+        let mut t = builtin_topology();
+        let mut g = t.nodes[1].clone();
+        g.properties.node_id = 2;
+        g.properties.gpu_id = SECOND;
+        g.properties.drm_render_minor += 1;
+        for l in &mut g.io_links {
+            l.node_from = 2;
+        }
+        t.nodes.push(g);
+        let d = EmulatedKfd::new(t).unwrap();
+        let on = |gpu: u32, request: u32, arg: &mut [u8]| {
+            // SAFETY: as `render`'s.
+            unsafe { d.render_ioctl(gpu, request, arg) }
+        };
+        let import_on = |gpu: u32, fd: i32| {
+            let mut p = DrmPrimeHandle {
+                fd,
+                ..Default::default()
+            };
+            on(gpu, DRM_IOCTL_PRIME_FD_TO_HANDLE, p.as_mut_bytes()).map(|()| p.handle)
+        };
+        let map_on = |gpu: u32, handle: u32, operation: u32, va: u64, offset: u64, size: u64| {
+            let mut a = DrmAmdgpuGemVa {
+                handle,
+                operation,
+                flags: RWX,
+                va_address: va,
+                offset_in_bo: offset,
+                map_size: size,
+                ..Default::default()
+            };
+            on(gpu, DRM_IOCTL_AMDGPU_GEM_VA, a.as_mut_bytes())
+        };
+        let read_on = |gpu: u32, va: u64| {
+            let allocs = d.device.allocs.read().unwrap();
+            allocs.device_region(gpu, va, 4).is_some()
+        };
+        let bo = alloc(&d, 0, 2 * 4096).unwrap();
+        let fd = export(&d, bo.handle);
+        let other = alloc(&d, 0, 2 * 4096).unwrap();
+        let other_fd = export(&d, other.handle);
+        let (a, b) = (
+            import_on(GPU, fd.as_raw_fd()).unwrap(),
+            import_on(SECOND, fd.as_raw_fd()).unwrap(),
+        );
+        let b_other = import_on(SECOND, other_fd.as_raw_fd()).unwrap();
+        let va = 0x7f00_0080_0000;
+        map_on(GPU, a, AMDGPU_VA_OP_MAP, va, 4096, 4096).unwrap();
+        assert!(read_on(GPU, va) && !read_on(SECOND, va));
+        for (what, handle, offset, size) in [
+            ("other pages", b_other, 4096, 4096),
+            ("another offset", b, 0, 4096),
+            ("another size", b, 0, 2 * 4096),
+        ] {
+            assert_eq!(
+                map_on(SECOND, handle, AMDGPU_VA_OP_MAP, va, offset, size),
+                Err(Errno::INVAL),
+                "{what}"
+            );
+        }
+        map_on(SECOND, b, AMDGPU_VA_OP_MAP, va, 4096, 4096).unwrap();
+        assert!(read_on(GPU, va) && read_on(SECOND, va));
+        // Each GPU's VM maps it once.
+        assert_eq!(
+            map_on(SECOND, b, AMDGPU_VA_OP_MAP, va, 4096, 4096),
+            Err(Errno::INVAL)
+        );
+        map_on(GPU, a, AMDGPU_VA_OP_UNMAP, va, 0, 4096).unwrap();
+        assert!(!read_on(GPU, va) && read_on(SECOND, va));
+        map_on(SECOND, b, AMDGPU_VA_OP_UNMAP, va, 0, 4096).unwrap();
+        assert!(!read_on(SECOND, va));
     }
 
     /// The request numbers, as gcc computes them from libdrm's `drm.h` and `amdgpu_drm.h`.
