@@ -532,6 +532,7 @@ fn gem_va(
 #[allow(unsafe_code)]
 mod tests {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::ptr::NonNull;
     use std::sync::Arc;
 
     use hsa_linux::kfd::abi::*;
@@ -626,6 +627,16 @@ mod tests {
         render(d, DRM_IOCTL_AMDGPU_GEM_VA, a.as_mut_bytes())
     }
 
+    /// AMDGPU_GEM_MMAP of `handle` for its fake offset, then a CPU mmap of `len` bytes of the
+    /// render node there: the offset and the mapping.
+    fn cpu_map(d: &EmulatedKfd, handle: u32, len: usize) -> (u64, NonNull<u8>) {
+        let mut m = [handle, 0];
+        render(d, DRM_IOCTL_AMDGPU_GEM_MMAP, m.as_mut_bytes()).unwrap();
+        let offset = u64::from(m[0]) | u64::from(m[1]) << 32;
+        let cpu = hsa_linux::kfd::calls::mmap(d, MapTarget::RenderNode(GPU), offset, len).unwrap();
+        (offset, cpu)
+    }
+
     /// The bytes the GPU reads at `va` (`None`: a fault).
     fn gpu_read(d: &EmulatedKfd, va: u64) -> Option<u32> {
         let allocs = d.device.allocs.read().unwrap();
@@ -656,12 +667,8 @@ mod tests {
             "the same pages: the same handle"
         );
 
-        let mut m = [h, 0];
-        render(&d, DRM_IOCTL_AMDGPU_GEM_MMAP, m.as_mut_bytes()).unwrap();
-        let offset = u64::from(m[0]) | u64::from(m[1]) << 32;
+        let (offset, cpu) = cpu_map(&d, h, 3 * 4096);
         assert!(offset >= 1 << 32, "a fake offset as amdgpu's: {offset:#x}");
-        let cpu =
-            hsa_linux::kfd::calls::mmap(&*d, MapTarget::RenderNode(GPU), offset, 3 * 4096).unwrap();
         assert_eq!(
             hsa_linux::kfd::calls::mmap(&*d, MapTarget::RenderNode(GPU), offset, 4 * 4096),
             Err(Errno::INVAL),
@@ -1003,6 +1010,43 @@ mod tests {
         );
     }
 
+    /// The handle allocator goes on from the last handle given, past `u32::MAX` back to the
+    /// start: it never gives 0 (idr_alloc from 1) and skips a handle still in use. (Its
+    /// `ENOSPC` for a full table needs all 2^32 - 1 handles live, more than a test can hold.)
+    #[test]
+    fn handles_wrap_past_u32_max_to_the_first_free_one_above_0() {
+        let d = dev();
+        let fds: Vec<OwnedFd> = (0..4)
+            .map(|_| export(&d, alloc(&d, 0, 4096).unwrap().handle))
+            .collect();
+        assert_eq!(import(&d, fds[0].as_raw_fd()), Ok(1));
+        lock(&d.device.gem).0.get_mut(&GPU).unwrap().last = u32::MAX - 2;
+        assert_eq!(import(&d, fds[1].as_raw_fd()), Ok(u32::MAX - 1));
+        assert_eq!(import(&d, fds[2].as_raw_fd()), Ok(u32::MAX));
+        // Past u32::MAX: not 0, not 1 (live), but 2.
+        assert_eq!(import(&d, fds[3].as_raw_fd()), Ok(2));
+        assert_eq!(lock(&d.device.gem).0[&GPU].last, 2);
+        // Each handle names its own object.
+        let handles = [1, u32::MAX - 1, u32::MAX, 2];
+        let offsets: Vec<u64> = handles
+            .iter()
+            .map(|&h| {
+                let mut m = [h, 0];
+                render(&d, DRM_IOCTL_AMDGPU_GEM_MMAP, m.as_mut_bytes()).unwrap();
+                u64::from(m[0]) | u64::from(m[1]) << 32
+            })
+            .collect();
+        for (i, o) in offsets.iter().enumerate() {
+            assert!(!offsets[..i].contains(o), "handle {:#x}", handles[i]);
+        }
+        let mut m = [0u32, 0];
+        assert_eq!(
+            render(&d, DRM_IOCTL_AMDGPU_GEM_MMAP, m.as_mut_bytes()),
+            Err(Errno::NOENT),
+            "no handle 0"
+        );
+    }
+
     /// An SDMA queue whose ring and pointers lie in a GEM_VA mapping holds those pages: after
     /// UNMAP, GEM_CLOSE, FREE of the buffer object and the dma-bufs' close, its engine still
     /// runs a packet on them (amdkfd's queue keeps a reference on the object), and the queue
@@ -1015,11 +1059,7 @@ mod tests {
         let bo = alloc(&d, 0, 2 * 4096).unwrap();
         let fd = export(&d, bo.handle);
         let h = import(&d, fd.as_raw_fd()).unwrap();
-        let mut m = [h, 0];
-        render(&d, DRM_IOCTL_AMDGPU_GEM_MMAP, m.as_mut_bytes()).unwrap();
-        let offset = u64::from(m[0]) | u64::from(m[1]) << 32;
-        let cpu =
-            hsa_linux::kfd::calls::mmap(&*d, MapTarget::RenderNode(GPU), offset, 8192).unwrap();
+        let (_, cpu) = cpu_map(&d, h, 8192);
         let va = 0x7f00_0060_0000;
         va_op(&d, h, AMDGPU_VA_OP_MAP, RWX, va, 0, 2 * 4096).unwrap();
         let mut q = CreateQueueArgs {
