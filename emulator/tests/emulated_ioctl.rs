@@ -288,15 +288,16 @@ fn argument_size_and_unknown_requests() {
     let mut v = [0u8; 12];
     assert_eq!(raw(&d, AMDKFD_IOC_GET_VERSION, &mut v), Err(Errno::INVAL));
     let mut a = [0u8; 8];
-    // Past amdkfd's table: kfd_ioctl's EINVAL; in the table but not emulated
-    // (GET_QUEUE_WAVE_STATE): ENOTTY, the emulation's own answer.
+    // Past amdkfd's table: kfd_ioctl's EINVAL (linux before 6.18); every number of the
+    // table has a row, so none answers ENOTTY. A shorter argument is zero-extended: an
+    // 8-byte GET_QUEUE_WAVE_STATE names queue 0, which does not exist (EFAULT).
     assert_eq!(
         raw(&d, ioc(IOC_READ | IOC_WRITE, b'K', 0x60, 8), &mut a),
         Err(Errno::INVAL)
     );
     assert_eq!(
         raw(&d, ioc(IOC_READ | IOC_WRITE, b'K', 0x1B, 8), &mut a),
-        Err(Errno::NOTTY)
+        Err(Errno::FAULT)
     );
     let mut q = DestroyQueueArgs {
         queue_id: 3,
@@ -1108,4 +1109,126 @@ fn a_second_descriptor_of_the_process_cannot_hand_kfd_another_event_page() {
     );
     // The refused page was freed again.
     assert_eq!(d.live_handles().memory, memory);
+}
+
+/// GET_DMABUF_INFO as `kfd_ioctl_get_dmabuf_info` and `amdgpu_amdkfd_get_dmabuf_info`: for a
+/// dma-buf of another process's buffer object, its size, its GPU and its domain (`VRAM`,
+/// with `PUBLIC` when allocated so, or `GTT`), no metadata; `EBADF` for a number that names
+/// no descriptor; `EINVAL` for a descriptor that is no dma-buf of an emulated buffer object.
+#[test]
+fn dmabuf_info_names_the_exporters_gpu_size_and_domain() {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let a = dev();
+    let b = dev();
+    let cases = [
+        (
+            0x7100_0000_0000,
+            8192,
+            VRAM | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC,
+            KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC,
+        ),
+        (0x7100_0001_0000, 4096, VRAM, KFD_IOC_ALLOC_MEM_FLAGS_VRAM),
+        (0x7100_0002_0000, 12288, GTT, KFD_IOC_ALLOC_MEM_FLAGS_GTT),
+    ];
+    let info = |d: &EmulatedKfd, fd: u32| {
+        let mut i = GetDmabufInfoArgs {
+            metadata_size: 64,
+            dmabuf_fd: fd,
+            ..Default::default()
+        };
+        // SAFETY: metadata_ptr is 0: the device writes through no pointer.
+        let r = unsafe { d.ioctl(AMDKFD_IOC_GET_DMABUF_INFO, i.as_mut_bytes()) };
+        r.map(|()| (i.size, i.gpu_id, i.flags, i.metadata_size))
+    };
+    for (va, size, flags, want) in cases {
+        let bo = alloc(&a, va, size, flags, 0).unwrap();
+        let mut e = ExportDmabufArgs {
+            handle: bo.handle,
+            flags: rustix::fs::OFlags::CLOEXEC.bits(),
+            dmabuf_fd: 0,
+        };
+        plain_ioctl(&*a, &mut e).unwrap();
+        // SAFETY: a successful EXPORT_DMABUF returns a new descriptor the caller owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(e.dmabuf_fd as i32) };
+        assert_eq!(
+            info(&b, fd.as_raw_fd() as u32),
+            Ok((size, BUILTIN_GPU_ID, want, 0)),
+            "flags {flags:#x}"
+        );
+        // The exporter's buffer object may go: the dma-buf keeps what it is.
+        free(&a, bo.handle).unwrap();
+        assert_eq!(info(&a, fd.as_raw_fd() as u32).map(|i| i.2), Ok(want));
+    }
+    let closed = {
+        let f = std::fs::File::open("/dev/null").unwrap();
+        f.as_raw_fd() as u32
+    };
+    assert_eq!(info(&b, closed), Err(Errno::BADF));
+    let null = std::fs::File::open("/dev/null").unwrap();
+    assert_eq!(info(&b, null.as_raw_fd() as u32), Err(Errno::INVAL));
+    let other = rustix::fs::memfd_create("not-a-bo", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+    rustix::fs::ftruncate(&other, 4096).unwrap();
+    assert_eq!(info(&b, other.as_raw_fd() as u32), Err(Errno::INVAL));
+}
+
+/// What amdkfd still answers at numbers it keeps for old interfaces: GET_PROCESS_APERTURES
+/// (the first GPUs' apertures, as GET_PROCESS_APERTURES_NEW reports them), `EPERM` for the
+/// first debugger interface's four requests (gone since Linux 6.2), and `EACCES` for
+/// CRIU_OP from a process without `CAP_CHECKPOINT_RESTORE`/`CAP_SYS_ADMIN`, before the
+/// argument is looked at.
+#[test]
+fn old_numbers_answer_as_amdkfd() {
+    let d = dev();
+    let mut old = GetProcessAperturesArgs::default();
+    old.process_apertures[1].gpu_id = 0xdead;
+    raw(&d, AMDKFD_IOC_GET_PROCESS_APERTURES, old.as_mut_bytes()).unwrap();
+    assert_eq!(old.num_of_nodes, 1);
+    let mut entries = [ProcessDeviceApertures::default(); 2];
+    let mut new = GetProcessAperturesNewArgs {
+        kfd_process_device_apertures_ptr: entries.as_mut_ptr() as u64,
+        num_of_nodes: 2,
+        pad: 0,
+    };
+    // SAFETY: the pointer is `entries`, two entries long, borrowed for the call.
+    unsafe { d.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, new.as_mut_bytes()) }.unwrap();
+    assert_eq!(new.num_of_nodes, 1);
+    assert_eq!(old.process_apertures[0], entries[0]);
+    assert_eq!(old.process_apertures[0].gpu_id, BUILTIN_GPU_ID);
+    assert_ne!(old.process_apertures[0].lds_base, 0);
+    // Entries past the GPUs: amdkfd's argument is zeroed before its handler runs (IOC_OUT).
+    assert_eq!(old.process_apertures[1], ProcessDeviceApertures::default());
+
+    let mut r = DbgRegisterArgs {
+        gpu_id: BUILTIN_GPU_ID,
+        pad: 0,
+    };
+    assert_eq!(
+        raw(&d, AMDKFD_IOC_DBG_REGISTER_DEPRECATED, r.as_mut_bytes()),
+        Err(Errno::PERM)
+    );
+    assert_eq!(
+        raw(&d, AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED, r.as_mut_bytes()),
+        Err(Errno::PERM)
+    );
+    let mut w = DbgContentArgs::default();
+    assert_eq!(
+        raw(
+            &d,
+            AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED,
+            w.as_mut_bytes()
+        ),
+        Err(Errno::PERM)
+    );
+    assert_eq!(
+        raw(&d, AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED, w.as_mut_bytes()),
+        Err(Errno::PERM)
+    );
+    let mut c = CriuArgs {
+        op: 0,
+        ..Default::default()
+    };
+    assert_eq!(
+        raw(&d, AMDKFD_IOC_CRIU_OP, c.as_mut_bytes()),
+        Err(Errno::ACCESS)
+    );
 }

@@ -141,6 +141,7 @@ fn setup_full(topology: hsa_linux::topology::Topology, ctx_save_area: Option<u64
         queue_priority: 7,
         ctx_save_restore_address: ctx_save_area.map_or(0, |off| base + off),
         ctx_save_restore_size: if ctx_save_area.is_some() { 1024 } else { 0 },
+        ctl_stack_size: if ctx_save_area.is_some() { 512 } else { 0 },
         ..Default::default()
     };
     // SAFETY: the ring and the amd_queue_t are in the arena, registered and mapped to the GPU
@@ -1611,4 +1612,161 @@ fn a_queue_updated_to_zero_percent_takes_no_packet_until_updated_back() {
     update(100);
     assert!(s.wait_signal_zero(), "completion signal never reached 0");
     assert_eq!(s.ring.read_index().load(Ordering::Acquire), 1);
+}
+
+/// GET_QUEUE_WAVE_STATE as amdkfd answers it (`pqm_get_wave_state`, the DQM's and the gfx9
+/// MQD manager's `get_wave_state`): `EINVAL` while the queue is active, `EFAULT` for an
+/// unknown queue; once UPDATE_QUEUE made it inactive, the context save left nothing (the
+/// emulated CP saves no waves): 0 bytes of control stack and save area in use, and the
+/// header's `wave_state` written at `ctl_stack_address` with the MQD's offsets (the 512-byte
+/// control stack's end, as `init_mqd` sets them).
+#[test]
+fn queue_wave_state_of_an_inactive_queue() {
+    const CSA: u64 = 9216;
+    let s = setup_full(builtin_topology(), Some(CSA));
+    let base = s.arena.base();
+    s.arena.word(CSA).store(u64::MAX, Ordering::Relaxed);
+    s.arena.word(CSA + 8).store(u64::MAX, Ordering::Relaxed);
+    s.arena.word(CSA + 16).store(u64::MAX, Ordering::Relaxed);
+    let wave_state = |queue_id: u32| {
+        let mut a = GetQueueWaveStateArgs {
+            ctl_stack_address: base + CSA,
+            ctl_stack_used_size: 7,
+            save_area_used_size: 7,
+            queue_id,
+            pad: 0,
+        };
+        // SAFETY: ctl_stack_address is the arena's context save area, mapped to the GPU and
+        // alive until after the device; the device writes 16 bytes there.
+        let r = unsafe { s.d.ioctl(AMDKFD_IOC_GET_QUEUE_WAVE_STATE, a.as_mut_bytes()) };
+        (r, a.ctl_stack_used_size, a.save_area_used_size)
+    };
+    assert_eq!(wave_state(s.queue_id).0, Err(Errno::INVAL), "active");
+    assert_eq!(
+        wave_state(s.queue_id + 1).0,
+        Err(Errno::FAULT),
+        "no such queue"
+    );
+    assert_eq!(s.arena.word(CSA).load(Ordering::Relaxed), u64::MAX);
+    let mut u = UpdateQueueArgs {
+        ring_base_address: base + RING,
+        queue_id: s.queue_id,
+        ring_size: 1024,
+        queue_percentage: 0,
+        queue_priority: 7,
+    };
+    plain_ioctl(&*s.d, &mut u).unwrap();
+    assert_eq!(wave_state(s.queue_id), (Ok(()), 0, 0));
+    // wave_state: control_stack_offset 512, control_stack_size 0, wave_state_offset 512,
+    // wave_state_size 0; the next word is untouched.
+    assert_eq!(s.arena.word(CSA).load(Ordering::Relaxed), 512);
+    assert_eq!(s.arena.word(CSA + 8).load(Ordering::Relaxed), 512);
+    assert_eq!(s.arena.word(CSA + 16).load(Ordering::Relaxed), u64::MAX);
+    // Active again: EINVAL again.
+    u.queue_percentage = 100;
+    plain_ioctl(&*s.d, &mut u).unwrap();
+    assert_eq!(wave_state(s.queue_id).0, Err(Errno::INVAL));
+}
+
+/// ALLOC_QUEUE_GWS as `pqm_set_gws`: one queue of a process per GPU holds the GWS (`EBUSY`
+/// for a second request, even for the same queue), `num_gws` 0 gives them back (`EINVAL`
+/// when none are held), `first_gws` is 0; `EINVAL` for an unknown queue; `ENODEV` on a GPU
+/// whose topology node reports no GWS.
+#[test]
+fn queue_gws_is_one_per_process_and_gpu() {
+    let s = setup();
+    let gws = |queue_id: u32, num_gws: u32| {
+        let mut a = AllocQueueGwsArgs {
+            queue_id,
+            num_gws,
+            first_gws: 9,
+            pad: 0,
+        };
+        // SAFETY: the argument carries no pointer.
+        let r = unsafe { s.d.ioctl(AMDKFD_IOC_ALLOC_QUEUE_GWS, a.as_mut_bytes()) };
+        (r, a.first_gws)
+    };
+    assert_eq!(gws(s.queue_id + 1, 1).0, Err(Errno::INVAL));
+    assert_eq!(gws(s.queue_id, 0).0, Err(Errno::INVAL), "none held");
+    assert_eq!(gws(s.queue_id, 1), (Ok(()), 0));
+    assert_eq!(gws(s.queue_id, 1).0, Err(Errno::BUSY));
+    assert_eq!(gws(s.queue_id, 0).0, Ok(()));
+    assert_eq!(gws(s.queue_id, 0).0, Err(Errno::INVAL));
+    assert_eq!(gws(s.queue_id, 64).0, Ok(()));
+    drop(s);
+
+    let mut topology = builtin_topology();
+    for n in &mut topology.nodes {
+        n.properties.num_gws = 0;
+    }
+    let s = setup_with(topology);
+    let mut a = AllocQueueGwsArgs {
+        queue_id: s.queue_id,
+        num_gws: 1,
+        ..Default::default()
+    };
+    // SAFETY: the argument carries no pointer.
+    let r = unsafe { s.d.ioctl(AMDKFD_IOC_ALLOC_QUEUE_GWS, a.as_mut_bytes()) };
+    assert_eq!(r, Err(Errno::NODEV));
+}
+
+/// Reads what an SMI descriptor has queued, waiting up to 10 s for `want` bytes.
+fn smi_read(fd: &std::os::fd::OwnedFd, want: usize) -> String {
+    let mut out = Vec::new();
+    let t = Instant::now();
+    while out.len() < want && t.elapsed() < Duration::from_secs(10) {
+        let mut buf = [0u8; 256];
+        match rustix::io::read(fd, &mut buf) {
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(Errno::AGAIN) => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => panic!("read of the SMI descriptor: {e}"),
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// SMI_EVENTS as `kfd_smi_event_open` and `kfd_smi_event_update_vmfault`: a reader starts
+/// with no events enabled (`EAGAIN`: nothing queued), writes the 64-bit mask of the events
+/// it wants, and a GPU memory fault then queues `"1 <pid, hex>:<task name>\n"` for the
+/// readers whose mask has bit 0 (`KFD_SMI_EVENT_MASK_FROM_INDEX(1)`), not for one that asked
+/// for the reset events only; `EINVAL` for a gpu_id of no GPU.
+#[test]
+fn smi_events_deliver_a_vm_fault_to_the_readers_that_asked() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let s = setup();
+    let base = s.arena.base();
+    let open = |gpuid: u32| {
+        let mut a = SmiEventsArgs { gpuid, anon_fd: 0 };
+        // SAFETY: the argument carries no pointer.
+        unsafe { s.d.ioctl(AMDKFD_IOC_SMI_EVENTS, a.as_mut_bytes()) }.map(|()| {
+            // SAFETY: a successful SMI_EVENTS hands the caller a new descriptor it owns.
+            unsafe { OwnedFd::from_raw_fd(a.anon_fd as i32) }
+        })
+    };
+    assert_eq!(open(BUILTIN_GPU_ID + 1).err(), Some(Errno::INVAL));
+    let faults = open(BUILTIN_GPU_ID).unwrap();
+    let resets = open(BUILTIN_GPU_ID).unwrap();
+    let silent = open(BUILTIN_GPU_ID).unwrap();
+    let mut buf = [0u8; 64];
+    assert_eq!(rustix::io::read(&faults, &mut buf), Err(Errno::AGAIN));
+    // KFD_SMI_EVENT_MASK_FROM_INDEX(1) = bit 0; (3) | (4) = bits 2 and 3.
+    assert_eq!(rustix::io::write(&faults, &1u64.to_ne_bytes()), Ok(8));
+    assert_eq!(rustix::io::write(&resets, &0xcu64.to_ne_bytes()), Ok(8));
+
+    let memory_event = exception_event(&s.d, KFD_IOC_EVENT_MEMORY);
+    let hw_event = exception_event(&s.d, KFD_IOC_EVENT_HW_EXCEPTION);
+    s.arena
+        .word(KERNARG)
+        .store(0xdead_0000_0000, Ordering::Relaxed);
+    s.arena
+        .word(KERNARG + 8)
+        .store(base + DST, Ordering::Relaxed);
+    s.dispatch(0, base + KERNARG, 1);
+    wait_exception(&s.d, memory_event, hw_event);
+    let comm = std::fs::read_to_string("/proc/self/comm").unwrap();
+    let comm: String = comm.trim_end().chars().take(15).collect();
+    let want = format!("1 {:x}:{comm}\n", std::process::id());
+    assert_eq!(smi_read(&faults, want.len()), want);
+    assert_eq!(rustix::io::read(&resets, &mut buf), Err(Errno::AGAIN));
+    assert_eq!(rustix::io::read(&silent, &mut buf), Err(Errno::AGAIN));
 }

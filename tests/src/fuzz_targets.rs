@@ -601,12 +601,64 @@ pub fn kfd_ioctl(data: &[u8]) {
                 // SAFETY: SVM carries no pointer: the attributes are in the argument itself.
                 let _ = unsafe { dev.ioctl(req, &mut arg) };
             }
+            29 => run!(
+                AMDKFD_IOC_GET_QUEUE_WAVE_STATE,
+                GetQueueWaveStateArgs,
+                |a| {
+                    a.queue_id %= 4;
+                    // The header copy-out (16 bytes on the built-in GPU's one XCC) stays
+                    // inside the scratch area.
+                    a.ctl_stack_address = ptr;
+                    if (sbase..sbase + slen as u64).contains(&ptr) && ptr + 16 > sbase + slen as u64
+                    {
+                        a.ctl_stack_address = sbase;
+                    }
+                }
+            ),
+            30 => run!(AMDKFD_IOC_ALLOC_QUEUE_GWS, AllocQueueGwsArgs, |a| {
+                a.queue_id %= 4;
+            }),
+            31 => run!(AMDKFD_IOC_GET_DMABUF_INFO, GetDmabufInfoArgs, |a| {
+                // Read only: the device names what the descriptor is and writes nothing
+                // through metadata_ptr.
+                a.metadata_ptr = ptr;
+            }),
+            32 => {
+                // SMI_EVENTS hands out a descriptor: the harness closes it, after writing the
+                // input's mask to it, so a long run does not run out of descriptors.
+                let raw = take(&mut rest, 8);
+                let mut a = SmiEventsArgs {
+                    gpuid: if fix_gpu {
+                        BUILTIN_GPU_ID
+                    } else {
+                        u32::from_le_bytes([lo, hi, 0, 0])
+                    },
+                    anon_fd: 0,
+                };
+                // SAFETY: SMI_EVENTS carries no pointer.
+                if unsafe {
+                    dev.ioctl(
+                        AMDKFD_IOC_SMI_EVENTS,
+                        zerocopy::IntoBytes::as_mut_bytes(&mut a),
+                    )
+                }
+                .is_ok()
+                {
+                    // SAFETY: a successful SMI_EVENTS hands the caller a new descriptor it owns.
+                    let fd = unsafe {
+                        <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(
+                            a.anon_fd as i32,
+                        )
+                    };
+                    let _ = rustix::io::write(&fd, &raw);
+                }
+            }
             _ => {
                 // A raw request number. Numbers that carry user pointers (or that may block)
                 // keep the harness's rules by being sent as their typed request above.
                 let raw_req = u32::from_le_bytes(take(&mut rest, 4).try_into().unwrap_or([0; 4]));
                 let nr = raw_req & 0xff;
-                if matches!(nr, 0x0C | 0x14 | 0x16 | 0x18 | 0x19 | 0x1A)
+                if matches!(nr, 0x0C | 0x14 | 0x16 | 0x18 | 0x19 | 0x1A | 0x1B | 0x1F)
                     && (raw_req >> 8) & 0xff == u32::from(b'K')
                 {
                     continue;
@@ -619,7 +671,8 @@ pub fn kfd_ioctl(data: &[u8]) {
                 };
                 let mut arg = take(&mut rest, len);
                 // SAFETY: the numbers whose pointers EmulatedKfd writes through or keeps
-                // (GET_PROCESS_APERTURES_NEW, ALLOC_MEMORY_OF_GPU) were skipped above, with the
+                // (GET_PROCESS_APERTURES_NEW, ALLOC_MEMORY_OF_GPU, GET_QUEUE_WAVE_STATE) and
+                // SMI_EVENTS (whose descriptor the harness must close) were skipped above, with the
                 // other pointer-carrying ones and WAIT_EVENTS (which may block); every
                 // other pointer it only reads through /proc/self/mem or uses only inside its
                 // own allocations (its ioctl's `# Safety`).

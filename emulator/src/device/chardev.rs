@@ -9,17 +9,22 @@
 //! acts on: [`process`](super::process) (version, apertures, memory policy, scratch, trap
 //! handler, tile config, XNACK, runtime enable, debug trap), [`clock`](super::clock), [`events`](super::events),
 //! [`memory`](super::memory), [`dmabuf`](super::dmabuf), [`queue_manager`](super::queue_manager)
-//! (compute queues, CU masks), [`sdma`](super::sdma) (SDMA queues) and [`svm`](super::svm)
-//! (SVM ranges; its argument is the request's whole buffer, head and attributes). Adding an ioctl is one
-//! row here and one handler there.
+//! (compute queues, CU masks, queue wave state, GWS), [`sdma`](super::sdma) (SDMA queues),
+//! [`smi`](super::smi) (system-management event readers) and [`svm`](super::svm) (SVM
+//! ranges; its argument is the request's whole buffer, head and attributes). Every number of
+//! amdkfd's table has a row. Adding an ioctl is one row here and one handler there.
 //!
 //! [`ioctl`] answers a request as `kfd_ioctl` does:
 //! - `arg.len()` must equal `_IOC_SIZE(request)` (the `KfdDriver` contract), else `EINVAL`;
 //! - a number outside [`AMDKFD_COMMAND_START`]..[`AMDKFD_COMMAND_END`] is `EINVAL` (among them
-//!   the ROCm 5.x kernels' own 0x80 range), a number inside it without a row `ENOTTY`;
+//!   the ROCm 5.x kernels' own 0x80 range), a number inside it without a row `ENOTTY` (none
+//!   is left);
+//! - a row flagged [`KFD_IOC_FLAG_CHECKPOINT_RESTORE`] is `EACCES` before its argument is
+//!   read (a process without `CAP_CHECKPOINT_RESTORE` or `CAP_SYS_ADMIN`);
 //! - then only the number counts: the command is the row's — type byte and direction
 //!   included, whatever the caller's —, the argument is zero-extended or truncated to the
-//!   row's struct, and it is copied back when the row's command reads (also after an error).
+//!   row's struct (all zero for a command that only reads), and it is copied back when the
+//!   row's command reads (also after an error).
 
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -32,7 +37,7 @@ use hsa_linux::kfd::abi::*;
 use super::process::AMDKFD_IOC_DBG_TRAP;
 use super::queue_manager::AMDKFD_IOC_CREATE_QUEUE_17;
 
-use super::{clock, dmabuf, events, lock, memory, process, queue_manager, svm, Device};
+use super::{clock, dmabuf, events, lock, memory, process, queue_manager, smi, svm, Device};
 use super::{EVENT_PAGE_BYTES, PAGE_BYTES};
 use crate::device::DOORBELL_PAGE_BYTES;
 
@@ -112,12 +117,17 @@ pub static AMDKFD_IOCTLS: [Option<AmdkfdIoctlDesc>; AMDKFD_COMMAND_END as usize]
     amdkfd_ioctl_def!(AMDKFD_IOC_DESTROY_QUEUE, queue_manager::destroy_queue_ioctl, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_SET_MEMORY_POLICY, process::set_memory_policy, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_GET_CLOCK_COUNTERS, clock::get_clock_counters, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_GET_PROCESS_APERTURES, process::get_process_apertures, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_UPDATE_QUEUE, queue_manager::update_queue, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_CREATE_EVENT, events::create_event, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_DESTROY_EVENT, events::destroy_event, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_SET_EVENT, events::set_event, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_RESET_EVENT, events::reset_event, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_WAIT_EVENTS, events::wait_events, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_DBG_REGISTER_DEPRECATED, process::dbg_deprecated::<DbgRegisterArgs>, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED, process::dbg_deprecated::<DbgRegisterArgs>, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED, process::dbg_deprecated::<DbgContentArgs>, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED, process::dbg_deprecated::<DbgContentArgs>, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_SET_SCRATCH_BACKING_VA, process::set_scratch_backing_va, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_GET_TILE_CONFIG, process::get_tile_config, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_SET_TRAP_HANDLER, process::set_trap_handler, 0),
@@ -128,10 +138,15 @@ pub static AMDKFD_IOCTLS: [Option<AmdkfdIoctlDesc>; AMDKFD_COMMAND_END as usize]
     amdkfd_ioctl_def!(AMDKFD_IOC_MAP_MEMORY_TO_GPU, memory::map_memory_to_gpu, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, memory::unmap_memory_from_gpu, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_SET_CU_MASK, queue_manager::set_cu_mask, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_GET_QUEUE_WAVE_STATE, queue_manager::get_queue_wave_state, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_GET_DMABUF_INFO, dmabuf::get_dmabuf_info, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_IMPORT_DMABUF, dmabuf::import_dmabuf, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_ALLOC_QUEUE_GWS, queue_manager::alloc_queue_gws, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_SMI_EVENTS, smi::smi_events, 0),
     // The argument's size is the request's (head and attributes): no fixed struct.
     AmdkfdIoctlDesc { cmd: AMDKFD_IOC_SVM, func: |device, _, arg| svm::svm_ioctl(device, arg), name: "AMDKFD_IOC_SVM", flags: 0 },
     amdkfd_ioctl_def!(AMDKFD_IOC_SET_XNACK_MODE, process::set_xnack_mode, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_CRIU_OP, process::criu_op, KFD_IOC_FLAG_CHECKPOINT_RESTORE),
     amdkfd_ioctl_def!(AMDKFD_IOC_AVAILABLE_MEMORY, memory::available_memory, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_EXPORT_DMABUF, dmabuf::export_dmabuf, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_RUNTIME_ENABLE, process::runtime_enable, 0),
@@ -153,8 +168,9 @@ pub fn amdkfd_table_command(nr: u8) -> Option<u32> {
     amdkfd_ioctl(nr).map(|row| row.cmd)
 }
 
-/// Runs `f` on the argument as `T`: zero-extended/truncated copy in, copy back out when the
-/// command `cmd` has `_IOC_READ` (also after an error, as `kfd_ioctl` does).
+/// Runs `f` on the argument as `T`: zero-extended/truncated copy in when the command `cmd`
+/// has `_IOC_WRITE` (a read-only command's argument starts all zero, as `kfd_ioctl` clears
+/// it), copy back out when it has `_IOC_READ` (also after an error, as `kfd_ioctl` does).
 fn with_args<T, F>(cmd: u32, arg: &mut [u8], f: F) -> Result<(), Errno>
 where
     T: FromBytes + IntoBytes + Immutable + KnownLayout,
@@ -162,7 +178,9 @@ where
 {
     let mut t = T::new_zeroed();
     let n = arg.len().min(size_of::<T>());
-    t.as_mut_bytes()[..n].copy_from_slice(&arg[..n]);
+    if (cmd >> 30) & IOC_WRITE != 0 {
+        t.as_mut_bytes()[..n].copy_from_slice(&arg[..n]);
+    }
     let r = f(&mut t);
     if (cmd >> 30) & IOC_READ != 0 {
         arg[..n].copy_from_slice(&t.as_bytes()[..n]);
@@ -187,6 +205,12 @@ pub(crate) fn ioctl(device: &Arc<Device>, request: u32, arg: &mut [u8]) -> Resul
     let Some(row) = amdkfd_ioctl(nr) else {
         return Err(Errno::NOTTY);
     };
+    // kfd_ioctl: a checkpoint/restore command needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN,
+    // checked before the argument is read. The emulated device models no checkpoint or
+    // restore and treats every process as holding neither capability.
+    if row.flags & KFD_IOC_FLAG_CHECKPOINT_RESTORE != 0 {
+        return Err(Errno::ACCESS);
+    }
     (row.func)(device, row.cmd, arg)
 }
 
@@ -255,9 +279,8 @@ mod tests {
     use super::*;
 
     /// Every row sits at its command's number, is a `'K'` command whose size is its argument
-    /// struct's, and is named after it; the rows are the commands this device emulated before
-    /// the table (the two tables it replaced listed these 26 numbers), SVM (0x20) and
-    /// DBG_TRAP (0x26).
+    /// struct's, and is named after it; every number of amdkfd's table (0x01 to 0x26) has a
+    /// row, and only CRIU_OP (0x22) carries `KFD_IOC_FLAG_CHECKPOINT_RESTORE`.
     #[test]
     fn rows_sit_at_their_numbers_and_name_their_commands() {
         let mut numbers = Vec::new();
@@ -267,15 +290,15 @@ mod tests {
             assert_eq!(ioc_nr(row.cmd), nr, "{}", row.name);
             assert_eq!((row.cmd >> 8) & 0xff, u32::from(AMDKFD_IOCTL_BASE));
             assert!(row.name.starts_with("AMDKFD_IOC_"), "{}", row.name);
-            assert_eq!(row.flags, 0);
+            let criu = u32::from(nr == 0x22);
+            assert_eq!(
+                row.flags,
+                criu * KFD_IOC_FLAG_CHECKPOINT_RESTORE,
+                "{}",
+                row.name
+            );
         }
-        assert_eq!(
-            numbers,
-            [
-                0x01, 0x02, 0x03, 0x04, 0x05, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x11, 0x12, 0x13,
-                0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1D, 0x20, 0x21, 0x23, 0x24, 0x25, 0x26
-            ]
-        );
+        assert_eq!(numbers, (0x01..=0x26).collect::<Vec<u8>>());
         // _IOWR('K', 0x26, 32 bytes), gcc over kfd_ioctl.h 1.17.
         assert_eq!(amdkfd_ioctl(0x26).unwrap().cmd, 0xc020_4b26);
         // CREATE_QUEUE takes 1.17's 96 bytes (with sdma_engine_id): _IOWR('K', 0x02, 96).
@@ -290,7 +313,11 @@ mod tests {
         // _IOW('K', 0x13, 24 bytes) and _IOWR('K', 0x12, 40 bytes), from kfd_ioctl.h.
         assert_eq!(AMDKFD_IOC_SET_TRAP_HANDLER, 0x4018_4b13);
         assert_eq!(AMDKFD_IOC_GET_TILE_CONFIG, 0xc028_4b12);
-        assert_eq!(amdkfd_table_command(0x06), None);
+        // _IOR('K', 0x06, 400 bytes), _IOWR('K', 0x1C, 32), _IOWR('K', 0x22, 56), from
+        // kfd_ioctl.h's structs.
+        assert_eq!(amdkfd_table_command(0x06), Some(0x8190_4b06));
+        assert_eq!(amdkfd_table_command(0x1C), Some(0xc020_4b1c));
+        assert_eq!(amdkfd_table_command(0x22), Some(0xc038_4b22));
         assert_eq!(amdkfd_table_command(0x27), None);
     }
 }

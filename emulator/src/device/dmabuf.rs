@@ -12,9 +12,9 @@ use std::sync::{Arc, PoisonError};
 
 use rustix::io::Errno;
 
-use hsa_linux::kfd::abi::{ExportDmabufArgs, ImportDmabufArgs};
+use hsa_linux::kfd::abi::{ExportDmabufArgs, GetDmabufInfoArgs, ImportDmabufArgs};
 
-use super::mem::{Backing, PAGE_BYTES};
+use super::mem::{self, Backing, PAGE_BYTES};
 use super::memory::{Alloc, Kind};
 use super::Device;
 
@@ -81,5 +81,28 @@ pub(crate) fn import_dmabuf(device: &Arc<Device>, a: &mut ImportDmabufArgs) -> R
         pins: 0,
     });
     a.handle = handle;
+    Ok(())
+}
+
+/// GET_DMABUF_INFO as `kfd_ioctl_get_dmabuf_info` and `amdgpu_amdkfd_get_dmabuf_info`: the
+/// size (bytes), GPU and memory flags (`VRAM`, with `PUBLIC` when the CPU may reach it, or
+/// `GTT`) of the buffer object behind a dma-buf an emulated device exported, from this
+/// process or another. `EINVAL` when the device has no GPU or the descriptor is no emulated
+/// buffer object's dma-buf (amdgpu refuses a foreign one so); `EBADF` for a number that names
+/// no descriptor. The emulated buffer objects carry no metadata (the render node's
+/// `GEM_METADATA` is not emulated): `metadata_size` comes back 0 and nothing is copied to
+/// `metadata_ptr`, as amdgpu answers for a buffer object without metadata.
+pub(crate) fn get_dmabuf_info(
+    device: &Arc<Device>,
+    a: &mut GetDmabufInfoArgs,
+) -> Result<(), Errno> {
+    if device.gpus.is_empty() {
+        return Err(Errno::INVAL);
+    }
+    let info = mem::dmabuf_info(a.dmabuf_fd)?;
+    a.size = info.size;
+    a.metadata_size = 0;
+    a.gpu_id = info.gpu_id;
+    a.flags = info.flags;
     Ok(())
 }

@@ -99,30 +99,7 @@ impl Backing {
     /// not memory an emulated device exported (amdgpu refuses a foreign dma-buf so) or whose
     /// size is not whole pages; the errno of fstat or mmap.
     pub(crate) fn import(raw_fd: u32) -> Result<Backing, Errno> {
-        let raw = i32::try_from(raw_fd).map_err(|_| Errno::BADF)?;
-        if raw < 0 {
-            return Err(Errno::BADF);
-        }
-        // SAFETY: the number is only borrowed to duplicate it (fcntl F_DUPFD_CLOEXEC), as the
-        // kernel's fget takes a reference to whatever the number names; a number that names
-        // nothing is EBADF, and the borrow ends here, closing nothing.
-        let fd = rustix::io::fcntl_dupfd_cloexec(unsafe { BorrowedFd::borrow_raw(raw) }, 0)?;
-        let name = std::fs::read_link(format!(
-            "/proc/self/fd/{}",
-            std::os::fd::AsRawFd::as_raw_fd(&fd)
-        ))
-        .map_err(|_| Errno::INVAL)?;
-        if !name
-            .to_string_lossy()
-            .starts_with(&format!("/memfd:{EXPORT_NAME}"))
-        {
-            return Err(Errno::INVAL);
-        }
-        let len = rustix::fs::fstat(&fd)?.st_size;
-        let len = u64::try_from(len).map_err(|_| Errno::INVAL)?;
-        if len == 0 || len % PAGE_BYTES != 0 {
-            return Err(Errno::INVAL);
-        }
+        let (fd, _, len) = open_export(raw_fd)?;
         let len_usize = usize::try_from(len).map_err(|_| Errno::NOMEM)?;
         // SAFETY: a fresh shared mapping of our own duplicate at an address the kernel picks:
         // it replaces nothing and aliases no Rust object.
@@ -200,8 +177,84 @@ impl Backing {
 }
 
 /// The memfd name of backing memory that may be exported ([`Backing::import`] accepts only
-/// these).
+/// these); a buffer object's memory is named [`export_name`].
 pub(crate) const EXPORT_NAME: &str = "hsa-emulated-bo";
+
+/// The memfd name of a buffer object's memory: [`EXPORT_NAME`], then the GPU it was
+/// allocated on and what `GET_DMABUF_INFO` answers of it (`KFD_IOC_ALLOC_MEM_FLAGS_VRAM` or
+/// `_GTT`, `_PUBLIC`), each as 8 hex digits after a colon. The name travels with the pages
+/// into every process a dma-buf of them reaches, as amdgpu finds the buffer object behind
+/// any descriptor of its dma-buf.
+pub(crate) fn export_name(gpu_id: u32, dmabuf_flags: u32) -> String {
+    format!("{EXPORT_NAME}:{gpu_id:08x}:{dmabuf_flags:08x}")
+}
+
+/// What a dma-buf descriptor of an emulated device's buffer object says of it
+/// ([`dmabuf_info`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DmabufInfo {
+    /// Size, bytes (whole pages).
+    pub(crate) size: u64,
+    /// The GPU the buffer object was allocated on.
+    pub(crate) gpu_id: u32,
+    /// `KFD_IOC_ALLOC_MEM_FLAGS_VRAM` or `_GTT`, with `_PUBLIC`.
+    pub(crate) flags: u32,
+}
+
+/// A duplicate of descriptor `raw_fd` (the device's own reference, as the kernel's
+/// `dma_buf_get`), with its memfd name and size, when it is a dma-buf an emulated device
+/// exported: `EBADF` for a number that is not an open descriptor; `EINVAL` for other files
+/// (amdgpu refuses a foreign dma-buf so) or a size that is not whole pages; the errno of fstat.
+fn open_export(raw_fd: u32) -> Result<(OwnedFd, String, u64), Errno> {
+    let raw = i32::try_from(raw_fd).map_err(|_| Errno::BADF)?;
+    if raw < 0 {
+        return Err(Errno::BADF);
+    }
+    // SAFETY: the number is only borrowed to duplicate it (fcntl F_DUPFD_CLOEXEC), as the
+    // kernel's fget takes a reference to whatever the number names; a number that names
+    // nothing is EBADF, and the borrow ends here, closing nothing.
+    let fd = rustix::io::fcntl_dupfd_cloexec(unsafe { BorrowedFd::borrow_raw(raw) }, 0)?;
+    let link = std::fs::read_link(format!(
+        "/proc/self/fd/{}",
+        std::os::fd::AsRawFd::as_raw_fd(&fd)
+    ))
+    .map_err(|_| Errno::INVAL)?;
+    let link = link.to_string_lossy();
+    let name = link
+        .strip_prefix("/memfd:")
+        .map(|n| n.strip_suffix(" (deleted)").unwrap_or(n))
+        .filter(|n| n.starts_with(EXPORT_NAME))
+        .ok_or(Errno::INVAL)?
+        .to_owned();
+    let len = rustix::fs::fstat(&fd)?.st_size;
+    let len = u64::try_from(len).map_err(|_| Errno::INVAL)?;
+    if len == 0 || len % PAGE_BYTES != 0 {
+        return Err(Errno::INVAL);
+    }
+    Ok((fd, name, len))
+}
+
+/// What descriptor `raw_fd` names, when it is a dma-buf of an emulated device's buffer object
+/// (amdgpu's `amdgpu_amdkfd_get_dmabuf_info`): its size, GPU and memory flags, read from its
+/// pages' memfd name ([`export_name`]). Errors as [`Backing::import`]'s, and `EINVAL` for
+/// exported memory that is no buffer object's (the name has no GPU).
+pub(crate) fn dmabuf_info(raw_fd: u32) -> Result<DmabufInfo, Errno> {
+    let (_, name, size) = open_export(raw_fd)?;
+    let mut fields = name[EXPORT_NAME.len()..].split(':').skip(1);
+    let mut hex = || {
+        fields
+            .next()
+            .and_then(|f| u32::from_str_radix(f, 16).ok())
+            .ok_or(Errno::INVAL)
+    };
+    let gpu_id = hex()?;
+    let flags = hex()?;
+    Ok(DmabufInfo {
+        size,
+        gpu_id,
+        flags,
+    })
+}
 
 /// Maps the first `len` bytes (rounded up to pages) of `fd`, which holds `max_len` bytes, as
 /// [`Backing::map_at`] does (the mmap of an imported dma-buf maps the descriptor itself).

@@ -671,7 +671,15 @@ pub(crate) fn alloc_memory_of_gpu(
             (Some(b), r, 0)
         }
         _ => {
-            let b = Arc::new(Backing::new(mem::EXPORT_NAME, size)?);
+            // amdgpu_amdkfd_get_dmabuf_info's flags: the preferred domain, and PUBLIC for
+            // VRAM the CPU may reach (KFD allocates it CPU_ACCESS_REQUIRED).
+            let dmabuf_flags = if kind == Kind::Vram {
+                KFD_IOC_ALLOC_MEM_FLAGS_VRAM | (a.flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC)
+            } else {
+                KFD_IOC_ALLOC_MEM_FLAGS_GTT
+            };
+            let name = mem::export_name(gpu.gpu_id, dmabuf_flags);
+            let b = Arc::new(Backing::new(&name, size)?);
             let r = b.region();
             (Some(b), r, render_mmap_offset(id))
         }

@@ -11,10 +11,11 @@
 //!   request's size must be its `_IOC_SIZE` (`EINVAL`); the device looks at its number only,
 //!   so its type byte and direction are the table's ([`amdkfd_table_command`]: the argument
 //!   comes back for a command that returns one, whatever the request says), and a different
-//!   encoded size is accepted (the argument is zero-extended or truncated to the struct). A
-//!   number in amdkfd's range ([`AMDKFD_COMMAND_START`]..[`AMDKFD_COMMAND_END`]) without a row
-//!   is `ENOTTY`; a number outside it (0, or from [`AMDKFD_COMMAND_END`] on: among them the
-//!   ROCm 5.x kernels' own 0x80 range) is `EINVAL`, as `kfd_ioctl` answers it.
+//!   encoded size is accepted (the argument is zero-extended or truncated to the struct; a
+//!   read-only command's starts all zero). Every number in amdkfd's range
+//!   ([`AMDKFD_COMMAND_START`]..[`AMDKFD_COMMAND_END`]) has a row; a number outside it (0, or
+//!   from [`AMDKFD_COMMAND_END`] on: among them the ROCm 5.x kernels' own 0x80 range) is
+//!   `EINVAL`, as `kfd_ioctl` answers it before Linux 6.18.
 //! - The handlers live by object: `process` (version, apertures, memory policy, scratch,
 //!   ACQUIRE_VM, trap handler, tile config, XNACK, RUNTIME_ENABLE, DBG_TRAP), `clock`
 //!   (GET_CLOCK_COUNTERS and the GPU clock every engine reads), `events`, `memory` (buffer
@@ -81,9 +82,12 @@
 //!
 //! Emulation limits (said aloud): `UPDATE_QUEUE` cannot move a queue to another ring
 //! (`EINVAL`); a ring smaller than 1024 bytes is `EINVAL` (the kernel clamps it); ACQUIRE_VM is
-//! not required before allocating; CRIU, SMI events, GWS, queue wave state and
-//! GET_DMABUF_INFO are `ENOTTY` (no row); DBG_TRAP is `EINVAL`, as amdkfd answers it under
-//! `sched_policy=2` (no debugger). The interface version is
+//! not required before allocating; CRIU_OP is `EACCES` (every process is treated as lacking
+//! `CAP_CHECKPOINT_RESTORE` and `CAP_SYS_ADMIN`); the first debugger interface's requests are
+//! `EPERM`, as since Linux 6.2; DBG_TRAP is `EINVAL`, as amdkfd answers it under
+//! `sched_policy=2` (no debugger); GWS changes nothing in how shaders run (no `ds_gws_*`);
+//! the CP saves no waves, so GET_QUEUE_WAVE_STATE finds nothing saved; the SMI events
+//! raised are VM faults and GPU resets (the `smi` module). The interface version is
 //! [`EMULATED_KFD_MINOR_VERSION`] (1.17; its docs say what each minor past 1.11 needs here
 //! and what stops it going higher).
 
@@ -132,6 +136,7 @@ mod queue;
 mod queue_manager;
 pub mod record;
 mod sdma;
+mod smi;
 mod svm;
 
 pub use chardev::{
@@ -375,6 +380,8 @@ pub(crate) struct Device {
     svm: Mutex<svm::SvmRanges>,
     /// The render nodes' GEM objects and `GEM_VA` mappings (lock before `allocs`).
     pub(crate) gem: Mutex<gem::GemFiles>,
+    /// The readers of the GPUs' system-management events (`SMI_EVENTS`).
+    smi: Mutex<smi::SmiClients>,
     /// 0 = Interpret, 1 = HostOnly.
     mode: AtomicU8,
     /// Host threads per interpreted dispatch.
@@ -602,6 +609,7 @@ impl Device {
         let mut data = [0u8; 32];
         data.copy_from_slice(d.as_bytes());
         lock(&self.events).signal_type(KFD_IOC_EVENT_MEMORY, data);
+        lock(&self.smi).vm_fault(gpu_id);
     }
 }
 
@@ -761,6 +769,7 @@ impl EmulatedKfd {
                 runtime_enabled: AtomicBool::new(false),
                 svm: Mutex::new(svm::SvmRanges::default()),
                 gem: Mutex::new(gem::GemFiles::default()),
+                smi: Mutex::new(smi::SmiClients::default()),
                 mode: AtomicU8::new(mode_code(mode)),
                 threads: AtomicUsize::new(default_threads()),
                 stats: StatCounters::default(),

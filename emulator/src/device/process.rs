@@ -165,25 +165,58 @@ pub(crate) fn get_process_apertures_new(
         return Ok(());
     }
     let n = (a.num_of_nodes as usize).min(gpus.len());
-    let entries: Vec<ProcessDeviceApertures> = gpus[..n]
-        .iter()
-        .map(|g| ProcessDeviceApertures {
-            lds_base: g.apertures.shared_base(),
-            lds_limit: g.apertures.shared_limit(),
-            scratch_base: g.apertures.private_base(),
-            scratch_limit: g.apertures.private_limit(),
-            gpuvm_base: 0x20_0000,
-            gpuvm_limit: 0x7fff_ffff_ffff,
-            gpu_id: g.gpu_id,
-            pad: 0,
-        })
-        .collect();
+    let entries: Vec<ProcessDeviceApertures> = gpus[..n].iter().map(apertures_of).collect();
     device.user.write(
         a.kfd_process_device_apertures_ptr,
         entries.as_slice().as_bytes(),
     )?;
     a.num_of_nodes = n as u32;
     Ok(())
+}
+
+/// One GPU's entry of `GET_PROCESS_APERTURES(_NEW)`: its LDS and scratch apertures and the
+/// process's GPUVM range on it.
+fn apertures_of(g: &super::Gpu) -> ProcessDeviceApertures {
+    ProcessDeviceApertures {
+        lds_base: g.apertures.shared_base(),
+        lds_limit: g.apertures.shared_limit(),
+        scratch_base: g.apertures.private_base(),
+        scratch_limit: g.apertures.private_limit(),
+        gpuvm_base: 0x20_0000,
+        gpuvm_limit: 0x7fff_ffff_ffff,
+        gpu_id: g.gpu_id,
+        pad: 0,
+    }
+}
+
+/// `GET_PROCESS_APERTURES`, the fixed-size query `GET_PROCESS_APERTURES_NEW` replaced, as
+/// `kfd_ioctl_get_process_apertures` still answers it: the entries of the first
+/// [`NUM_OF_SUPPORTED_GPUS`] GPUs (the rest are left out) and their count. Never fails.
+pub(crate) fn get_process_apertures(
+    device: &Arc<Device>,
+    a: &mut GetProcessAperturesArgs,
+) -> Result<(), Errno> {
+    let n = device.gpus.len().min(NUM_OF_SUPPORTED_GPUS);
+    for (slot, g) in a.process_apertures.iter_mut().zip(&device.gpus) {
+        *slot = apertures_of(g);
+    }
+    a.num_of_nodes = n as u32;
+    Ok(())
+}
+
+/// The first debugger interface's four requests (`DBG_REGISTER`, `DBG_UNREGISTER`,
+/// `DBG_ADDRESS_WATCH`, `DBG_WAVE_CONTROL`, all `_DEPRECATED`): amdkfd keeps their numbers
+/// and answers `EPERM` since Linux 6.2 (`kfd_ioctl_dbg_register` and the others); the
+/// debugger interface is `DBG_TRAP`.
+pub(crate) fn dbg_deprecated<T>(_device: &Arc<Device>, _a: &mut T) -> Result<(), Errno> {
+    Err(Errno::PERM)
+}
+
+/// `CRIU_OP`, reached only by a process that may checkpoint and restore, which the emulated
+/// device never lets through ([`chardev::ioctl`](super::chardev) answers `EACCES` first, as
+/// amdkfd answers a process without `CAP_CHECKPOINT_RESTORE` or `CAP_SYS_ADMIN`): `EACCES`.
+pub(crate) fn criu_op(_device: &Arc<Device>, _a: &mut CriuArgs) -> Result<(), Errno> {
+    Err(Errno::ACCESS)
 }
 
 /// `SET_XNACK_MODE`: a negative value queries; 0 or 1 sets the process's mode, `EBUSY` when

@@ -116,6 +116,9 @@ pub(crate) struct QueueEntry {
     /// The pages of the render-node mappings the queue's ring and pointers lie in, held
     /// until the queue is destroyed (after its engine stopped).
     pub(crate) held: Vec<Arc<super::mem::Backing>>,
+    /// Whether the queue holds its GPU's global wave sync resources (`ALLOC_QUEUE_GWS`;
+    /// amdkfd's `q->gws`). At most one queue of a GPU does.
+    pub(crate) gws: bool,
 }
 
 /// CREATE_QUEUE as `kfd_ioctl_create_queue` and `pqm_create_queue`: first what every type
@@ -538,6 +541,7 @@ pub(super) fn start(
             props: started.props,
             sdma_slot: started.sdma.map(|(_, slot)| slot),
             held,
+            gws: false,
         },
     );
     lock(&device.queue_errors).remove(&qid);
@@ -616,6 +620,101 @@ pub(crate) fn update_queue(device: &Arc<Device>, a: &mut UpdateQueueArgs) -> Res
         .inactive
         .store(queue_percent(a.queue_percentage) == 0, Ordering::SeqCst);
     q.ctl.kick();
+    Ok(())
+}
+
+/// GET_QUEUE_WAVE_STATE (`kfd_ioctl_get_queue_wave_state`, `pqm_get_wave_state`, the DQM's
+/// and gfx9 MQD manager's `get_wave_state`): what the last context save of an inactive
+/// compute queue left in its context save area. `EFAULT` for an unknown queue (amdkfd's
+/// `pqm_get_wave_state` answers so); `EINVAL` for an SDMA queue or an active one (only a
+/// queue made inactive with UPDATE_QUEUE's percentage 0 has been saved); `EFAULT` when the
+/// header cannot be written.
+///
+/// The answer is the MQD's: control stack in use `cp_hqd_cntl_stack_size -
+/// cp_hqd_cntl_stack_offset`, save area in use `cp_hqd_wg_state_offset -
+/// cp_hqd_cntl_stack_size` (bytes), and the header's `wave_state` (16 bytes: those
+/// offsets and sizes, `struct kfd_context_save_area_header`) written at `ctl_stack_address`,
+/// once per XCC at a stride of the area's size on GPUs with an MQD per XCC, then the control
+/// stack's used part. The emulated CP saves no waves when a queue goes inactive (a dispatch
+/// it has taken runs to its end), so its MQD keeps the offsets amdkfd's `init_mqd` set: both
+/// sizes in use are 0 and only the headers are written.
+pub(crate) fn get_queue_wave_state(
+    device: &Arc<Device>,
+    a: &mut GetQueueWaveStateArgs,
+) -> Result<(), Errno> {
+    let (mqd, area_bytes, xccs) = {
+        let queues = lock(&device.queues);
+        let q = queues.get(&a.queue_id).ok_or(Errno::FAULT)?;
+        let Some(props) = q.props else {
+            return Err(Errno::INVAL);
+        };
+        if !q.ctl.inactive.load(Ordering::SeqCst) {
+            return Err(Errno::INVAL);
+        }
+        let xccs = device.gpu_by_id(q.gpu_id)?.xccs.unwrap_or(1);
+        let area = props.ctx_save.map_or(0, |c| u64::from(c.size_bytes));
+        let mqd = *lock(&q.ctl.mqd);
+        (mqd, area, xccs)
+    };
+    let ctl_used = mqd
+        .cp_hqd_cntl_stack_size
+        .wrapping_sub(mqd.cp_hqd_cntl_stack_offset);
+    let save_used = mqd
+        .cp_hqd_wg_state_offset
+        .wrapping_sub(mqd.cp_hqd_cntl_stack_size);
+    let header = [
+        mqd.cp_hqd_cntl_stack_offset,
+        ctl_used,
+        mqd.cp_hqd_wg_state_offset,
+        save_used,
+    ];
+    for xcc in 0..u64::from(xccs) {
+        let at = xcc
+            .checked_mul(area_bytes)
+            .and_then(|off| a.ctl_stack_address.checked_add(off))
+            .ok_or(Errno::FAULT)?;
+        device.user.write(at, header.as_bytes())?;
+    }
+    a.ctl_stack_used_size = ctl_used;
+    a.save_area_used_size = save_used;
+    Ok(())
+}
+
+/// ALLOC_QUEUE_GWS (`kfd_ioctl_alloc_queue_gws`, `pqm_set_gws`): `num_gws` non-zero gives the
+/// queue its GPU's global wave sync resources, 0 takes them back. `EINVAL` for an unknown
+/// queue; `ENODEV` when the GPU has no GWS (its topology node's `num_gws` is 0, as amdkfd
+/// reports a GPU without them); `EBUSY` when another queue of the process on that GPU holds
+/// them (amdkfd allows one per process and GPU); `EINVAL` to take them back from a process
+/// that holds none on that GPU. `first_gws` is always 0. Destroying the queue gives them back.
+/// The emulated GPU's shaders do not run the `ds_gws_*` instructions, so holding GWS changes
+/// nothing in how the queue's dispatches run.
+pub(crate) fn alloc_queue_gws(
+    device: &Arc<Device>,
+    a: &mut AllocQueueGwsArgs,
+) -> Result<(), Errno> {
+    let mut queues = lock(&device.queues);
+    let gpu_id = queues.get(&a.queue_id).ok_or(Errno::INVAL)?.gpu_id;
+    let node = device
+        .topology
+        .nodes
+        .iter()
+        .find(|n| n.properties.gpu_id == gpu_id)
+        .ok_or(Errno::INVAL)?;
+    if node.properties.num_gws == 0 {
+        return Err(Errno::NODEV);
+    }
+    let held = queues.values().any(|q| q.gpu_id == gpu_id && q.gws);
+    let give = a.num_gws != 0;
+    if give && held {
+        return Err(Errno::BUSY);
+    }
+    if !give && !held {
+        return Err(Errno::INVAL);
+    }
+    if let Some(q) = queues.get_mut(&a.queue_id) {
+        q.gws = give;
+    }
+    a.first_gws = 0;
     Ok(())
 }
 

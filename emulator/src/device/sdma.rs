@@ -797,6 +797,11 @@ fn report_hang(device: &Device, gpu_id: u32) {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .signal_type(KFD_IOC_EVENT_HW_EXCEPTION, data);
+    device
+        .smi
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .gpu_reset(gpu_id);
 }
 
 /// The [`SdmaMemory`] of one SDMA queue while it holds the allocation table's read lock.

@@ -188,6 +188,120 @@ abi_struct! {
 }
 
 abi_struct! {
+    /// `GET_DMABUF_INFO`: what a dma-buf of an amdgpu buffer object is (interface 1.2+;
+    /// `kfd_ioctl_get_dmabuf_info`).
+    GetDmabufInfoArgs("kfd_ioctl_get_dmabuf_info_args", 32) {
+        /// From KFD: the buffer object's size, bytes.
+        size: u64,
+        /// To KFD: where to copy the buffer object's metadata (0: not copied).
+        metadata_ptr: u64,
+        /// To KFD: bytes at `metadata_ptr`; from KFD: the metadata's size, bytes.
+        metadata_size: u32,
+        /// From KFD: the GPU the buffer object belongs to.
+        gpu_id: u32,
+        /// From KFD: `KFD_IOC_ALLOC_MEM_FLAGS_VRAM` or `_GTT`, with `_PUBLIC` for CPU-visible
+        /// VRAM.
+        flags: u32,
+        /// To KFD: the dma-buf's descriptor.
+        dmabuf_fd: u32,
+    }
+}
+
+abi_struct! {
+    /// `GET_QUEUE_WAVE_STATE`: the control stack and save-area use of an inactive compute
+    /// queue's context save (interface 1.1+; `kfd_ioctl_get_queue_wave_state`).
+    GetQueueWaveStateArgs("kfd_ioctl_get_queue_wave_state_args", 24) {
+        /// To KFD: where to copy the queue's control stack.
+        ctl_stack_address: u64,
+        /// From KFD: bytes of the control stack in use.
+        ctl_stack_used_size: u32,
+        /// From KFD: bytes of the wave save area in use.
+        save_area_used_size: u32,
+        /// To KFD: the queue.
+        queue_id: u32,
+        /// Padding.
+        pad: u32,
+    }
+}
+
+abi_struct! {
+    /// `ALLOC_QUEUE_GWS`: gives a queue the GPU's global wave sync resources, or takes them
+    /// back with `num_gws` 0 (interface 1.2+; `kfd_ioctl_alloc_queue_gws`).
+    AllocQueueGwsArgs("kfd_ioctl_alloc_queue_gws_args", 16) {
+        /// To KFD: the queue.
+        queue_id: u32,
+        /// To KFD: 0 takes the queue's GWS back; any other value gives it the GPU's.
+        num_gws: u32,
+        /// From KFD: the first GWS entry given (always 0).
+        first_gws: u32,
+        /// Padding.
+        pad: u32,
+    }
+}
+
+abi_struct! {
+    /// `SMI_EVENTS`: opens a descriptor that delivers a GPU's system-management events
+    /// (interface 1.3+; `kfd_ioctl_smi_events`).
+    SmiEventsArgs("kfd_ioctl_smi_events_args", 8) {
+        /// To KFD: the GPU.
+        gpuid: u32,
+        /// From KFD: the new descriptor, which the caller owns.
+        anon_fd: u32,
+    }
+}
+
+abi_struct! {
+    /// `CRIU_OP`: a checkpoint/restore operation (interface 1.7+; `kfd_ioctl_criu`), only for
+    /// a process with `CAP_CHECKPOINT_RESTORE` or `CAP_SYS_ADMIN`.
+    CriuArgs("kfd_ioctl_criu_args", 56) {
+        /// Devices array (CHECKPOINT, RESTORE).
+        devices: u64,
+        /// Buffer-object array (CHECKPOINT, RESTORE).
+        bos: u64,
+        /// Private data (CHECKPOINT, RESTORE).
+        priv_data: u64,
+        /// Bytes of private data.
+        priv_data_size: u64,
+        /// Number of GPUs.
+        num_devices: u32,
+        /// Number of buffer objects.
+        num_bos: u32,
+        /// Number of other objects.
+        num_objects: u32,
+        /// The process checkpointed.
+        pid: u32,
+        /// `KFD_CRIU_OP_*`.
+        op: u32,
+        /// Padding to the struct's 8-byte alignment.
+        pad: u32,
+    }
+}
+
+abi_struct! {
+    /// `DBG_REGISTER_DEPRECATED` and `DBG_UNREGISTER_DEPRECATED`: the first debugger
+    /// interface, removed in Linux 6.2 (amdkfd answers `EPERM`).
+    DbgRegisterArgs("kfd_ioctl_dbg_register_args", 8) {
+        /// To KFD.
+        gpu_id: u32,
+        /// Padding.
+        pad: u32,
+    }
+}
+
+abi_struct! {
+    /// `DBG_ADDRESS_WATCH_DEPRECATED` and `DBG_WAVE_CONTROL_DEPRECATED`: the first debugger
+    /// interface, removed in Linux 6.2 (amdkfd answers `EPERM`).
+    DbgContentArgs("kfd_ioctl_dbg_address_watch_args", 16) {
+        /// To KFD: the request's content.
+        content_ptr: u64,
+        /// To KFD.
+        gpu_id: u32,
+        /// To KFD: bytes of content.
+        buf_size_in_bytes: u32,
+    }
+}
+
+abi_struct! {
     /// `SET_MEMORY_POLICY`: default and alternate-aperture cache policy.
     SetMemoryPolicyArgs("kfd_ioctl_set_memory_policy_args", 32) {
         /// To KFD.
@@ -240,6 +354,22 @@ abi_struct! {
         gpuvm_limit: u64,
         /// From KFD.
         gpu_id: u32,
+        /// Padding.
+        pad: u32,
+    }
+}
+
+/// `NUM_OF_SUPPORTED_GPUS`: the entries of [`GetProcessAperturesArgs`].
+pub const NUM_OF_SUPPORTED_GPUS: usize = 7;
+
+abi_struct! {
+    /// `GET_PROCESS_APERTURES` (deprecated for `GET_PROCESS_APERTURES_NEW`): the apertures of
+    /// at most [`NUM_OF_SUPPORTED_GPUS`] GPUs of the process.
+    GetProcessAperturesArgs("kfd_ioctl_get_process_apertures_args", 400) {
+        /// From KFD: the first `num_of_nodes` entries.
+        process_apertures: [ProcessDeviceApertures; NUM_OF_SUPPORTED_GPUS],
+        /// From KFD: entries filled.
+        num_of_nodes: u32,
         /// Padding.
         pad: u32,
     }
@@ -607,6 +737,26 @@ pub const AMDKFD_IOC_IMPORT_DMABUF: u32 = iowr::<ImportDmabufArgs>(0x1D);
 /// `AMDKFD_IOC_EXPORT_DMABUF`: `_IOWR('K', 0x24, ...)` (interface 1.12+; absent from 1.11
 /// headers).
 pub const AMDKFD_IOC_EXPORT_DMABUF: u32 = iowr::<ExportDmabufArgs>(0x24);
+/// `AMDKFD_IOC_GET_PROCESS_APERTURES`: `_IOR('K', 0x06, ...)`.
+pub const AMDKFD_IOC_GET_PROCESS_APERTURES: u32 = ior::<GetProcessAperturesArgs>(0x06);
+/// `AMDKFD_IOC_DBG_REGISTER_DEPRECATED`: `_IOW('K', 0x0D, ...)`.
+pub const AMDKFD_IOC_DBG_REGISTER_DEPRECATED: u32 = iow::<DbgRegisterArgs>(0x0D);
+/// `AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED`: `_IOW('K', 0x0E, ...)`.
+pub const AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED: u32 = iow::<DbgRegisterArgs>(0x0E);
+/// `AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED`: `_IOW('K', 0x0F, ...)`.
+pub const AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED: u32 = iow::<DbgContentArgs>(0x0F);
+/// `AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED`: `_IOW('K', 0x10, ...)`.
+pub const AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED: u32 = iow::<DbgContentArgs>(0x10);
+/// `AMDKFD_IOC_GET_QUEUE_WAVE_STATE`: `_IOWR('K', 0x1B, ...)`.
+pub const AMDKFD_IOC_GET_QUEUE_WAVE_STATE: u32 = iowr::<GetQueueWaveStateArgs>(0x1B);
+/// `AMDKFD_IOC_GET_DMABUF_INFO`: `_IOWR('K', 0x1C, ...)`.
+pub const AMDKFD_IOC_GET_DMABUF_INFO: u32 = iowr::<GetDmabufInfoArgs>(0x1C);
+/// `AMDKFD_IOC_ALLOC_QUEUE_GWS`: `_IOWR('K', 0x1E, ...)`.
+pub const AMDKFD_IOC_ALLOC_QUEUE_GWS: u32 = iowr::<AllocQueueGwsArgs>(0x1E);
+/// `AMDKFD_IOC_SMI_EVENTS`: `_IOWR('K', 0x1F, ...)`.
+pub const AMDKFD_IOC_SMI_EVENTS: u32 = iowr::<SmiEventsArgs>(0x1F);
+/// `AMDKFD_IOC_CRIU_OP`: `_IOWR('K', 0x22, ...)`.
+pub const AMDKFD_IOC_CRIU_OP: u32 = iowr::<CriuArgs>(0x22);
 /// `AMDKFD_IOC_SVM`: `_IOWR('K', 0x20, ...)` of the fixed head ([`SvmArgs`]); callers add
 /// the attributes' size to `_IOC_SIZE`.
 pub const AMDKFD_IOC_SVM: u32 = iowr::<SvmArgs>(0x20);

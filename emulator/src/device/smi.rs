@@ -1,0 +1,168 @@
+//! System-management events of the emulated GPUs: `AMDKFD_IOC_SMI_EVENTS` and the descriptors
+//! it hands out (Ref: linux `drivers/gpu/drm/amd/amdkfd/kfd_smi_events.c`,
+//! `kfd_ioctl.h` `enum kfd_smi_event` and `KFD_EVENT_FMT_*`).
+//!
+//! amdkfd's client is an anonymous file: the reader polls it, reads lines of text (`"<event
+//! id, hex> <event's fields>\n"`), and writes a 64-bit mask of the events it wants
+//! (`KFD_SMI_EVENT_MASK_FROM_INDEX(id)`, bit `id - 1`; 0 at open). Here a client is one end of
+//! a Unix stream socket pair, non-blocking as amdkfd's `read` is (`EAGAIN` when nothing is
+//! queued); the device keeps the other end. The masks the reader wrote are taken, 8 bytes
+//! each in the order written, whenever the device is about to queue an event, so an event
+//! reaches exactly the readers whose last mask before it named it. A reader that closed its
+//! end is dropped at the next event.
+//!
+//! The events this device raises, with amdkfd's text:
+//! - `KFD_SMI_EVENT_VMFAULT` (1), `"1 <pid, hex>:<task name>\n"`, for a GPU memory fault;
+//! - `KFD_SMI_EVENT_GPU_PRE_RESET` (3) and `_POST_RESET` (4), `"3 <reset sequence number,
+//!   hex> HWS hang\n"`, for the GPU reset a hung SDMA engine leads to (the cause is
+//!   amdgpu's description of a reset the hardware scheduler asked for).
+//!
+//! It raises no thermal, migration, page-fault, eviction or unmap events: its memory never
+//! migrates (VRAM and system memory are both host memory), it takes no retry faults and
+//! evicts no queues.
+//!
+//! Differences from amdkfd: a mask written in fewer than 8 bytes is ignored (amdkfd answers
+//! `EFAULT` to the write); the queue is the socket's buffer, not a 1024-byte FIFO that drops
+//! what does not fit; `fcntl(F_GETFL)` shows `O_NONBLOCK`.
+
+use std::io::{Read, Write};
+use std::os::fd::{IntoRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+
+use rustix::io::Errno;
+
+use hsa_linux::kfd::abi::SmiEventsArgs;
+
+use super::Device;
+use std::sync::Arc;
+
+/// `KFD_SMI_EVENT_VMFAULT`.
+pub const KFD_SMI_EVENT_VMFAULT: u32 = 1;
+/// `KFD_SMI_EVENT_GPU_PRE_RESET`.
+pub const KFD_SMI_EVENT_GPU_PRE_RESET: u32 = 3;
+/// `KFD_SMI_EVENT_GPU_POST_RESET`.
+pub const KFD_SMI_EVENT_GPU_POST_RESET: u32 = 4;
+
+/// `KFD_SMI_EVENT_MASK_FROM_INDEX(event)`: the mask bit of event id `event` (1..=64).
+pub const fn kfd_smi_event_mask_from_index(event: u32) -> u64 {
+    1u64 << (event - 1)
+}
+
+/// One reader of a GPU's events.
+#[derive(Debug)]
+struct Client {
+    gpu_id: u32,
+    /// The device's end of the pair.
+    end: UnixStream,
+    /// The events it wants (amdkfd's `client->events`).
+    mask: u64,
+    /// Bytes of a mask not yet complete.
+    partial: Vec<u8>,
+}
+
+impl Client {
+    /// Takes the masks the reader wrote since the last look; `false` when it closed its end.
+    fn take_masks(&mut self) -> bool {
+        let mut buf = [0u8; 256];
+        loop {
+            match self.end.read(&mut buf) {
+                Ok(0) => return false,
+                Ok(n) => {
+                    self.partial.extend_from_slice(&buf[..n]);
+                    let whole = self.partial.len() / 8 * 8;
+                    if let Some(last) = self.partial[..whole].chunks_exact(8).next_back() {
+                        let mut m = [0u8; 8];
+                        m.copy_from_slice(last);
+                        self.mask = u64::from_ne_bytes(m);
+                    }
+                    self.partial.drain(..whole);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+/// The process's SMI readers, of every GPU.
+#[derive(Debug, Default)]
+pub(crate) struct SmiClients {
+    clients: Vec<Client>,
+    /// Each GPU's reset sequence number (amdkfd's `reset_seq_num`), by gpu_id.
+    reset_seq: std::collections::HashMap<u32, u32>,
+}
+
+impl SmiClients {
+    /// Queues event `event` with the text `fields` (after the id and a space) for every
+    /// reader of GPU `gpu_id` whose mask names it (`kfd_smi_event_add`); drops readers that
+    /// closed their end.
+    pub(crate) fn add(&mut self, gpu_id: u32, event: u32, fields: &str) {
+        let line = format!("{event:x} {fields}");
+        let bit = kfd_smi_event_mask_from_index(event);
+        self.clients.retain_mut(|c| {
+            if c.gpu_id != gpu_id {
+                return true;
+            }
+            if !c.take_masks() {
+                return false;
+            }
+            if c.mask & bit == 0 {
+                return true;
+            }
+            match c.end.write_all(line.as_bytes()) {
+                Ok(()) => true,
+                // A reader that never reads: its queue is full, the event is lost (amdkfd
+                // drops it too when its FIFO is full).
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => true,
+                Err(_) => false,
+            }
+        });
+    }
+
+    /// A GPU memory fault of this process on GPU `gpu_id` (`kfd_smi_event_update_vmfault`).
+    pub(crate) fn vm_fault(&mut self, gpu_id: u32) {
+        let name = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
+        // TASK_COMM_LEN: 15 characters and the NUL.
+        let name: String = name.trim_end_matches('\n').chars().take(15).collect();
+        self.add(
+            gpu_id,
+            KFD_SMI_EVENT_VMFAULT,
+            &format!("{:x}:{name}\n", std::process::id()),
+        );
+    }
+
+    /// The reset of GPU `gpu_id` after its hardware scheduler found an engine hung: the
+    /// pre-reset event with the next sequence number, then the post-reset event with the same
+    /// (`kfd_smi_event_update_gpu_reset`, before and after `amdgpu_device_gpu_recover`).
+    pub(crate) fn gpu_reset(&mut self, gpu_id: u32) {
+        let seq = self.reset_seq.entry(gpu_id).or_insert(0);
+        *seq = seq.wrapping_add(1);
+        let fields = format!("{:x} HWS hang\n", *seq);
+        self.add(gpu_id, KFD_SMI_EVENT_GPU_PRE_RESET, &fields);
+        self.add(gpu_id, KFD_SMI_EVENT_GPU_POST_RESET, &fields);
+    }
+}
+
+/// SMI_EVENTS as `kfd_ioctl_smi_events` and `kfd_smi_event_open`: a new reader of GPU
+/// `gpuid`'s events, with no events enabled, its descriptor (which the caller owns) in
+/// `anon_fd`. `EINVAL` for a gpu_id of no GPU of the process; the errno of the socket pair's
+/// creation (`EMFILE`, `ENFILE`, `ENOMEM`).
+pub(crate) fn smi_events(device: &Arc<Device>, a: &mut SmiEventsArgs) -> Result<(), Errno> {
+    device.gpu_by_id(a.gpuid)?;
+    let (theirs, ours) =
+        UnixStream::pair().map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::NOMEM))?;
+    theirs
+        .set_nonblocking(true)
+        .and_then(|()| ours.set_nonblocking(true))
+        .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::NOMEM))?;
+    super::lock(&device.smi).clients.push(Client {
+        gpu_id: a.gpuid,
+        end: ours,
+        mask: 0,
+        partial: Vec::new(),
+    });
+    let fd: OwnedFd = theirs.into();
+    a.anon_fd = fd.into_raw_fd() as u32;
+    Ok(())
+}
