@@ -1662,10 +1662,14 @@ fn queue_wave_state_of_an_inactive_queue() {
     assert_eq!(s.arena.word(CSA).load(Ordering::Relaxed), 512);
     assert_eq!(s.arena.word(CSA + 8).load(Ordering::Relaxed), 512);
     assert_eq!(s.arena.word(CSA + 16).load(Ordering::Relaxed), u64::MAX);
-    // Active again: EINVAL again.
+    // Active again: EINVAL again. The update's priority reaches the MQD (pipe_priority_map:
+    // 7 is CS_MEDIUM, 12 CS_HIGH).
+    assert_eq!(s.d.mqd(s.queue_id).unwrap().cp_hqd_pipe_priority, 1);
     u.queue_percentage = 100;
+    u.queue_priority = 12;
     plain_ioctl(&*s.d, &mut u).unwrap();
     assert_eq!(wave_state(s.queue_id).0, Err(Errno::INVAL));
+    assert_eq!(s.d.mqd(s.queue_id).unwrap().cp_hqd_pipe_priority, 2);
 }
 
 /// ALLOC_QUEUE_GWS as `pqm_set_gws`: one queue of a process per GPU holds the GWS (`EBUSY`

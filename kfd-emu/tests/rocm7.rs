@@ -473,6 +473,179 @@ fn rocblas7_tensile_gemms_on_rocr7_both_ways_in() {
     }
 }
 
+/// Runs one of ROCm 7.2.4's gtest binaries (`test`, an absolute path in the chroot) with
+/// `args` on ROCR 7.2.4 under kfd-emu, both ways in: the preloaded `/dev/kfd` on the built-in
+/// gfx90a and AMD's model interface on gfx942; each run must pass exactly `passed` tests.
+/// Says `skipped:` when the binary is not in the chroot.
+fn gtest7_both_ways_in(root: &Path, test: &str, args: &[&str], passed: usize) {
+    if !root.join(test.trim_start_matches('/')).exists() {
+        println!("skipped: {test} is not in the chroot");
+        return;
+    }
+    let mut command = vec![test];
+    command.extend_from_slice(args);
+    for (way, out) in [
+        ("preload", kfd_emu7(root, &[], &command)),
+        ("model", kfd_emu7_model(root, &command)),
+    ] {
+        let (stdout, stderr) = text(&out);
+        if way == "model" {
+            assert_model_run_ok(&out, way);
+        } else {
+            assert!(out.status.success(), "{way} {test}: {stdout}\n{stderr}");
+        }
+        let want = format!("[  PASSED  ] {passed} tests.");
+        assert!(
+            stdout.contains(&want),
+            "{way} {test}: not the {passed} tests passed:\n{stdout}\n{stderr}"
+        );
+    }
+}
+
+/// rocSOLVER 7.2.4's own check-in tests of GETRF in single precision (36 cases: sizes 0 to
+/// 100 and invalid ones, checked against the host's LAPACK; rocSOLVER drives rocBLAS's
+/// kernels and its own) on ROCR 7.2.4 under kfd-emu, both ways in. `hip7.rs` runs the double
+/// cases too, on hsa-rt's library.
+#[test]
+fn rocsolver7_getrf_on_rocr7_both_ways_in() {
+    let Some(root) = chroot() else { return };
+    gtest7_both_ways_in(
+        &root,
+        "/usr/libexec/rocm/librocsolver0-tests/rocsolver-test",
+        &["--gtest_filter=checkin_lapack/GETRF.__float/*"],
+        36,
+    );
+}
+
+/// rocRAND 7.2.4's device-API tests of two generators (philox4x32-10, 18 tests; Sobol32, 17:
+/// each generator's kernels run on the device and their numbers are compared with rocRAND's
+/// host implementation) on ROCR 7.2.4 under kfd-emu, both ways in.
+#[test]
+fn rocrand7_kernel_tests_on_rocr7_both_ways_in() {
+    let Some(root) = chroot() else { return };
+    for (binary, passed) in [
+        ("test_rocrand_kernel_philox4x32_10", 18),
+        ("test_rocrand_kernel_sobol32", 17),
+    ] {
+        gtest7_both_ways_in(
+            &root,
+            &format!("/usr/libexec/rocm/librocrand1-tests/{binary}"),
+            &[],
+            passed,
+        );
+    }
+}
+
+/// hipBLAS 7.2.4's SGEMM bench with verification (`-v 1`: the result compared with the
+/// host's) on ROCR 7.2.4 under kfd-emu, both ways in: both error norms below 1e-5.
+#[test]
+fn hipblas7_sgemm_on_rocr7_both_ways_in() {
+    let Some(root) = chroot() else { return };
+    let bench = "/usr/libexec/rocm/libhipblas3-tests/hipblas-bench";
+    if !root.join(bench.trim_start_matches('/')).exists() {
+        println!("skipped: {bench} is not in the chroot");
+        return;
+    }
+    let command = [
+        bench, "-f", "gemm", "-r", "s", "-m", "64", "-n", "64", "-k", "64", "-v", "1",
+    ];
+    for (way, out) in [
+        ("preload", kfd_emu7(&root, &[], &command)),
+        ("model", kfd_emu7_model(&root, &command)),
+    ] {
+        let (stdout, stderr) = text(&out);
+        if way == "model" {
+            assert_model_run_ok(&out, way);
+        } else {
+            assert!(out.status.success(), "{way}: {stdout}\n{stderr}");
+        }
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("f32_r,N,N,64,64,64,"))
+            .unwrap_or_else(|| panic!("{way}: no result line:\n{stdout}\n{stderr}"));
+        let fields: Vec<&str> = line.trim().trim_end_matches(',').split(',').collect();
+        for norm in &fields[fields.len() - 2..] {
+            let norm: f64 = norm.trim().parse().unwrap_or_else(|_| panic!("{line}"));
+            assert!(norm < 1e-5, "{way}: error norm {norm}: {line}");
+        }
+    }
+}
+
+/// `capi/hip/<src>` built by hipcc 7.2.4 for gfx90a and gfx942 into `/opt/hsa-rt/out/<exe>`
+/// (once per test process and program).
+fn build7(root: &Path, src: &str, exe: &str) -> String {
+    let path = format!("/opt/hsa-rt/out/{exe}");
+    if out_dir().join(exe).exists() {
+        return path;
+    }
+    let source = format!("/opt/hsa-rt/src/capi/hip/{src}");
+    let out = run_in(
+        root,
+        &[
+            "hipcc",
+            "--offload-arch=gfx90a",
+            "--offload-arch=gfx942",
+            source.as_str(),
+            "-o",
+            path.as_str(),
+        ],
+        false,
+    );
+    let (o, e) = text(&out);
+    assert!(out.status.success(), "hipcc 7.2.4 {src}: {o}\n{e}");
+    path
+}
+
+/// rocPRIM 7.2.4's and hipCUB 7.2.4's device algorithms (`capi/hip/rocprim_check.hip`: reduce,
+/// scan, radix sort, histogram; `capi/hip/hipcub_check.hip`: DeviceReduce and DeviceScan, and
+/// DeviceRadixSort's SortPairs), each result compared with the host's, on ROCR 7.2.4 under
+/// kfd-emu, both ways in.
+#[test]
+fn rocprim7_and_hipcub7_on_rocr7_both_ways_in() {
+    let Some(root) = chroot() else { return };
+    if !root.join("usr/include/hipcub/hipcub.hpp").exists() {
+        println!("skipped: the chroot has no hipCUB headers (scripts/rocm7-chroot.sh build)");
+        return;
+    }
+    let rocprim = build7(&root, "rocprim_check.hip", "rocprim_check7");
+    let hipcub = build7(&root, "hipcub_check.hip", "hipcub_check7");
+    let mut failed = Vec::new();
+    for (exe, program, sections) in [
+        (
+            &rocprim,
+            "rocprim_check",
+            &[
+                "rocprim_reduce",
+                "rocprim_scan",
+                "rocprim_sort",
+                "rocprim_histogram",
+            ][..],
+        ),
+        (&hipcub, "hipcub_check", &["reduce_scan", "sort"][..]),
+    ] {
+        for section in sections {
+            for (way, out) in [
+                ("preload", kfd_emu7(&root, &[], &[exe.as_str(), section])),
+                ("model", kfd_emu7_model(&root, &[exe.as_str(), section])),
+            ] {
+                let (stdout, stderr) = text(&out);
+                let exited = if way == "model" {
+                    std::panic::catch_unwind(|| assert_model_run_ok(&out, section)).is_ok()
+                } else {
+                    out.status.success()
+                };
+                if !exited || !stdout.contains(&format!("{program}: {section} ok")) {
+                    failed.push(format!(
+                        "{way} {program} {section}: {:?}\n{stdout}\n{stderr}",
+                        out.status
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
 /// `capi/hip/hip_check.hip` built by hipcc 7.2.4 for gfx90a and gfx942, linked to hiprtc
 /// (HIP 7 moved it out of libamdhip64), once per test process. HIP 7.2.4's headers make the
 /// texture functions unavailable on gfx942 (`__HIP_NO_IMAGE_SUPPORT`): there the image

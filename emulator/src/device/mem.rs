@@ -206,10 +206,8 @@ pub(crate) struct DmabufInfo {
 /// exported: `EBADF` for a number that is not an open descriptor; `EINVAL` for other files
 /// (amdgpu refuses a foreign dma-buf so) or a size that is not whole pages; the errno of fstat.
 fn open_export(raw_fd: u32) -> Result<(OwnedFd, String, u64), Errno> {
+    // A number past i32::MAX names no descriptor.
     let raw = i32::try_from(raw_fd).map_err(|_| Errno::BADF)?;
-    if raw < 0 {
-        return Err(Errno::BADF);
-    }
     // SAFETY: the number is only borrowed to duplicate it (fcntl F_DUPFD_CLOEXEC), as the
     // kernel's fget takes a reference to whatever the number names; a number that names
     // nothing is EBADF, and the borrow ends here, closing nothing.
@@ -873,6 +871,47 @@ fn readable_mapped(maps: &str, start: u64, end: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A buffer object's memory carries its GPU and dma-buf flags in its memfd's name, which
+    /// `dmabuf_info` reads back through any descriptor of it; memory of the export name with
+    /// no fields (or unparsable ones), a size that is not whole pages or zero, and a number
+    /// past `i32::MAX` are refused as amdgpu refuses what is not its dma-buf.
+    #[test]
+    fn dmabuf_info_reads_the_memfd_name() {
+        use std::os::fd::AsRawFd;
+        let b = Backing::new(&export_name(0x1234, 0x4), 8192).unwrap();
+        let fd = b.export().unwrap();
+        assert_eq!(
+            dmabuf_info(fd.as_raw_fd() as u32),
+            Ok(DmabufInfo {
+                size: 8192,
+                gpu_id: 0x1234,
+                flags: 4
+            })
+        );
+        assert_eq!(
+            export_name(0xabcd, 0x24),
+            "hsa-emulated-bo:0000abcd:00000024"
+        );
+        let bare = Backing::new(EXPORT_NAME, 4096).unwrap().export().unwrap();
+        assert_eq!(dmabuf_info(bare.as_raw_fd() as u32), Err(Errno::INVAL));
+        let bad = Backing::new("hsa-emulated-bo:xyz:1", 4096)
+            .unwrap()
+            .export()
+            .unwrap();
+        assert_eq!(dmabuf_info(bad.as_raw_fd() as u32), Err(Errno::INVAL));
+        for len in [0, 5000] {
+            let m =
+                rustix::fs::memfd_create(export_name(1, 4).as_str(), MemfdFlags::CLOEXEC).unwrap();
+            rustix::fs::ftruncate(&m, len).unwrap();
+            assert_eq!(
+                dmabuf_info(m.as_raw_fd() as u32),
+                Err(Errno::INVAL),
+                "{len} bytes"
+            );
+        }
+        assert_eq!(dmabuf_info(u32::MAX), Err(Errno::BADF));
+    }
 
     #[test]
     fn backing_is_zeroed_and_shared_between_mappings() {
