@@ -45,12 +45,17 @@ pub(crate) fn export_dmabuf(device: &Arc<Device>, a: &mut ExportDmabufArgs) -> R
 /// export, of this process or another: the memfd is shared) become a new buffer object of
 /// this process at `va_addr` on `gpu_id`, the dma-buf's whole size, not yet mapped to any
 /// GPU; the user maps them for the host through the dma-buf itself
-/// ([`MapTarget::DmaBuf`](hsa_linux::kfd::driver::MapTarget::DmaBuf)). `EINVAL` for an unknown GPU, an unaligned or overlapping
+/// ([`MapTarget::DmaBuf`](hsa_linux::kfd::driver::MapTarget::DmaBuf)). Address 0 makes an
+/// object with no GPU address, which MAP_MEMORY_TO_GPU refuses (`EINVAL`) and the render
+/// node's GEM_VA maps. `EINVAL` for an unknown GPU, an unaligned or overlapping
 /// address, or a descriptor that is not an emulated device's dma-buf; `EBADF` for a
 /// number that names no descriptor.
 pub(crate) fn import_dmabuf(device: &Arc<Device>, a: &mut ImportDmabufArgs) -> Result<(), Errno> {
     let gpu = device.gpu_by_id(a.gpu_id)?;
-    if a.va_addr == 0 || a.va_addr % PAGE_BYTES != 0 {
+    // Address 0: an object with no GPU address (libhsakmt imports a dma-buf so for its
+    // handle aperture, `mem_handle_aperture`), reached through the render node's GEM_VA as an
+    // ALLOC_MEMORY_OF_GPU at address 0 is.
+    if a.va_addr % PAGE_BYTES != 0 {
         return Err(Errno::INVAL);
     }
     let backing = Arc::new(Backing::import(a.dmabuf_fd)?);
@@ -63,7 +68,7 @@ pub(crate) fn import_dmabuf(device: &Arc<Device>, a: &mut ImportDmabufArgs) -> R
         .allocs
         .write()
         .unwrap_or_else(PoisonError::into_inner);
-    if allocs.overlaps(a.va_addr, size) {
+    if a.va_addr != 0 && allocs.overlaps(a.va_addr, size) {
         return Err(Errno::INVAL);
     }
     let id = allocs.next_id();
@@ -87,11 +92,13 @@ pub(crate) fn import_dmabuf(device: &Arc<Device>, a: &mut ImportDmabufArgs) -> R
 /// GET_DMABUF_INFO as `kfd_ioctl_get_dmabuf_info` and `amdgpu_amdkfd_get_dmabuf_info`: the
 /// size (bytes), GPU and memory flags (`VRAM`, with `PUBLIC` when the CPU may reach it, or
 /// `GTT`) of the buffer object behind a dma-buf an emulated device exported, from this
-/// process or another. `EINVAL` when the device has no GPU or the descriptor is no emulated
-/// buffer object's dma-buf (amdgpu refuses a foreign one so); `EBADF` for a number that names
-/// no descriptor. The emulated buffer objects carry no metadata (the render node's
-/// `GEM_METADATA` is not emulated): `metadata_size` comes back 0 and nothing is copied to
-/// `metadata_ptr`, as amdgpu answers for a buffer object without metadata.
+/// process or another, and its metadata (what a render node's `AMDGPU_GEM_METADATA` set):
+/// `metadata_size` comes back as the metadata's size in bytes, and with a `metadata_ptr`
+/// the metadata is copied there, `EINVAL` when the `metadata_size` given is smaller (the
+/// size still comes back, so the caller can ask again, as libhsakmt does), `EFAULT` when that
+/// memory is not the process's. `EINVAL` when the device has no GPU or the descriptor is no
+/// emulated buffer object's dma-buf (amdgpu refuses a foreign one so); `EBADF` for a number
+/// that names no descriptor.
 pub(crate) fn get_dmabuf_info(
     device: &Arc<Device>,
     a: &mut GetDmabufInfoArgs,
@@ -99,9 +106,16 @@ pub(crate) fn get_dmabuf_info(
     if device.gpus.is_empty() {
         return Err(Errno::INVAL);
     }
-    let info = mem::dmabuf_info(a.dmabuf_fd)?;
+    let (info, state) = mem::dmabuf_info_and_state(a.dmabuf_fd)?;
     a.size = info.size;
-    a.metadata_size = 0;
+    let room = a.metadata_size as usize;
+    a.metadata_size = state.data.len() as u32;
+    if a.metadata_ptr != 0 {
+        if room < state.data.len() {
+            return Err(Errno::INVAL);
+        }
+        device.user.write(a.metadata_ptr, &state.data)?;
+    }
     a.gpu_id = info.gpu_id;
     a.flags = info.flags;
     Ok(())

@@ -16,6 +16,13 @@
 //! - `GEM_CLOSE`: `EINVAL` for an unknown handle; the object's mappings on that GPU go with
 //!   it (`amdgpu_gem_object_close` deletes its `bo_va`).
 //! - `AMDGPU_GEM_MMAP`: `ENOENT` for an unknown handle; the object's render-node mmap offset.
+//! - `AMDGPU_GEM_METADATA` (`amdgpu_gem_metadata_ioctl`) and `AMDGPU_GEM_OP`
+//!   (`amdgpu_gem_op_ioctl`: GET_GEM_CREATE_INFO, SET_PLACEMENT): `ENOENT` for an unknown
+//!   handle; the metadata, tiling flags and preferred domains belong to the buffer object, kept
+//!   in an extended attribute of its memfd ([`Backing::bo_state`]), so every process that
+//!   imported its dma-buf sees what one of them set (ROCR 7.2.4 marks the buffer objects it
+//!   shares for IPC so and checks the mark on import). Where the host's memfds take no user
+//!   extended attributes (Linux before 6.6) both answer `EOPNOTSUPP`.
 //! - `AMDGPU_GEM_VA`, in the kernel's order: `EINVAL` for an address below 64 KiB
 //!   (`AMDGPU_VA_RESERVED_BOTTOM`), in the canonical hole, or whose range passes the VM's top
 //!   (2^48 less `AMDGPU_VA_RESERVED_TOP`), for flags outside `AMDGPU_VM_*`'s valid set, for an
@@ -67,6 +74,77 @@ const DRM_PRIME_FD_TO_HANDLE: u8 = 0x2e;
 const DRM_AMDGPU_GEM_MMAP: u8 = 0x41;
 /// `DRM_IOCTL_AMDGPU_GEM_VA`'s number (`DRM_COMMAND_BASE` + `DRM_AMDGPU_GEM_VA`).
 const DRM_AMDGPU_GEM_VA: u8 = 0x48;
+/// `DRM_IOCTL_AMDGPU_GEM_METADATA`'s number (`DRM_COMMAND_BASE` + `DRM_AMDGPU_GEM_METADATA`).
+const DRM_AMDGPU_GEM_METADATA: u8 = 0x46;
+/// `DRM_IOCTL_AMDGPU_GEM_OP`'s number (`DRM_COMMAND_BASE` + `DRM_AMDGPU_GEM_OP`).
+const DRM_AMDGPU_GEM_OP: u8 = 0x50;
+
+/// `DRM_IOCTL_AMDGPU_GEM_METADATA`: `_IOWR('d', 0x46, struct drm_amdgpu_gem_metadata)`.
+pub const DRM_IOCTL_AMDGPU_GEM_METADATA: u32 = drm_ioc(
+    IOC_READ | IOC_WRITE,
+    DRM_AMDGPU_GEM_METADATA,
+    size_of::<DrmAmdgpuGemMetadata>(),
+);
+/// `DRM_IOCTL_AMDGPU_GEM_OP`: `_IOWR('d', 0x50, struct drm_amdgpu_gem_op)` of 24 bytes (Linux
+/// 6.16 added `num_entries`; the 16-byte struct of earlier headers is taken too).
+pub const DRM_IOCTL_AMDGPU_GEM_OP: u32 = drm_ioc(
+    IOC_READ | IOC_WRITE,
+    DRM_AMDGPU_GEM_OP,
+    size_of::<DrmAmdgpuGemOp>(),
+);
+
+/// `AMDGPU_GEM_METADATA_OP_SET_METADATA`.
+pub const AMDGPU_GEM_METADATA_OP_SET_METADATA: u32 = 1;
+/// `AMDGPU_GEM_METADATA_OP_GET_METADATA`.
+pub const AMDGPU_GEM_METADATA_OP_GET_METADATA: u32 = 2;
+/// `AMDGPU_GEM_OP_GET_GEM_CREATE_INFO`: the object's `struct drm_amdgpu_gem_create_in`.
+pub const AMDGPU_GEM_OP_GET_GEM_CREATE_INFO: u32 = 0;
+/// `AMDGPU_GEM_OP_SET_PLACEMENT`: the object's preferred domains.
+pub const AMDGPU_GEM_OP_SET_PLACEMENT: u32 = 1;
+/// `AMDGPU_GEM_DOMAIN_CPU`.
+pub const AMDGPU_GEM_DOMAIN_CPU: u64 = 0x1;
+/// `AMDGPU_GEM_DOMAIN_GTT`.
+pub const AMDGPU_GEM_DOMAIN_GTT: u64 = 0x2;
+/// `AMDGPU_GEM_DOMAIN_VRAM`.
+pub const AMDGPU_GEM_DOMAIN_VRAM: u64 = 0x4;
+
+/// `struct drm_amdgpu_gem_metadata` (`amdgpu_drm.h`, 288 bytes): a buffer object's
+/// user-mode metadata and tiling flags, to set or get.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct DrmAmdgpuGemMetadata {
+    /// The GEM handle.
+    pub handle: u32,
+    /// `AMDGPU_GEM_METADATA_OP_*`.
+    pub op: u32,
+    /// The metadata's flags (no flags are defined).
+    pub flags: u64,
+    /// `AMDGPU_TILING_*`.
+    pub tiling_info: u64,
+    /// Bytes of `data` in use (at most 256).
+    pub data_size_bytes: u32,
+    /// The metadata.
+    pub data: [u32; 64],
+    /// The inner struct's padding to 8 bytes.
+    pub pad: u32,
+}
+
+/// `struct drm_amdgpu_gem_op` (`amdgpu_drm.h`, 24 bytes since Linux 6.16).
+#[derive(Clone, Copy, Debug, Default, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct DrmAmdgpuGemOp {
+    /// The GEM handle.
+    pub handle: u32,
+    /// `AMDGPU_GEM_OP_*`.
+    pub op: u32,
+    /// GET_GEM_CREATE_INFO: user pointer to a `struct drm_amdgpu_gem_create_in`;
+    /// SET_PLACEMENT: `AMDGPU_GEM_DOMAIN_*`.
+    pub value: u64,
+    /// GET_MAPPING_INFO's entries (not emulated).
+    pub num_entries: u32,
+    /// Padding.
+    pub padding: u32,
+}
 
 /// `DRM_IOCTL_GEM_CLOSE`: `_IOW('d', 0x09, struct drm_gem_close)`.
 pub const DRM_IOCTL_GEM_CLOSE: u32 = drm_ioc(IOC_WRITE, DRM_GEM_CLOSE, size_of::<DrmGemClose>());
@@ -271,6 +349,10 @@ pub(crate) fn ioctl(
         DRM_AMDGPU_GEM_VA => with::<GemVaArgs>(arg, false, |a| {
             gem_va(device, gpu_id, &mut a.va, &a.syncobj)
         }),
+        DRM_AMDGPU_GEM_METADATA => {
+            with::<DrmAmdgpuGemMetadata>(arg, true, |a| gem_metadata(device, gpu_id, a))
+        }
+        DRM_AMDGPU_GEM_OP => with::<DrmAmdgpuGemOp>(arg, true, |a| gem_op(device, gpu_id, a)),
         _ => return None,
     };
     Some(r)
@@ -380,6 +462,100 @@ fn unmap_gpu(allocs: &mut super::memory::Allocs, gpu_id: u32, va: u64) {
         if m.mapped.is_empty() {
             allocs.remove_gem_va(va);
         }
+    }
+}
+
+/// The pages of GEM object `handle` on GPU `gpu_id`'s render node; `ENOENT` for an unknown
+/// handle (`drm_gem_object_lookup`).
+fn object(device: &Device, gpu_id: u32, handle: u32) -> Result<Arc<Backing>, Errno> {
+    let files = lock(&device.gem);
+    files
+        .0
+        .get(&gpu_id)
+        .and_then(|f| f.objects.get(&handle))
+        .map(|o| o.backing.clone())
+        .ok_or(Errno::NOENT)
+}
+
+/// AMDGPU_GEM_METADATA as `amdgpu_gem_metadata_ioctl`: `ENOENT` for an unknown handle; GET
+/// answers the object's tiling flags, metadata flags and metadata (`data_size_bytes` of
+/// `data`); SET takes them, `EINVAL` for more than 256 bytes, and a size of 0 drops the
+/// metadata (its flags stay, as `amdgpu_bo_set_metadata` leaves them); another operation
+/// does nothing and succeeds, as amdgpu's. The state belongs to the buffer object: every
+/// render node and process that imported its dma-buf sees what one of them set
+/// ([`Backing::bo_state`]).
+fn gem_metadata(device: &Device, gpu_id: u32, a: &mut DrmAmdgpuGemMetadata) -> Result<(), Errno> {
+    let backing = object(device, gpu_id, a.handle)?;
+    match a.op {
+        AMDGPU_GEM_METADATA_OP_GET_METADATA => {
+            let st = backing.bo_state()?;
+            a.tiling_info = st.tiling_info;
+            a.flags = st.flags;
+            a.data_size_bytes = st.data.len() as u32;
+            let bytes = a.data.as_mut_bytes();
+            bytes[..st.data.len()].copy_from_slice(&st.data);
+        }
+        AMDGPU_GEM_METADATA_OP_SET_METADATA => {
+            let n = a.data_size_bytes as usize;
+            if n > size_of_val(&a.data) {
+                return Err(Errno::INVAL);
+            }
+            let mut st = backing.bo_state()?;
+            st.tiling_info = a.tiling_info;
+            if n == 0 {
+                st.data.clear();
+            } else {
+                st.flags = a.flags;
+                st.data = a.data.as_bytes()[..n].to_vec();
+            }
+            backing.set_bo_state(&st)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// AMDGPU_GEM_OP as `amdgpu_gem_op_ioctl`: `ENOENT` for an unknown handle.
+/// - GET_GEM_CREATE_INFO writes the object's `struct drm_amdgpu_gem_create_in` (32 bytes) at
+///   the user pointer `value` (`EFAULT` when that memory is not the process's): its size, the
+///   page alignment KFD buffer objects get (4096 bytes), its preferred domains (VRAM or GTT,
+///   or what SET_PLACEMENT set) and its creation flags.
+/// - SET_PLACEMENT makes `value`'s VRAM, GTT and CPU bits the preferred domains; `EINVAL` on a
+///   GPU in an xGMI hive (amdgpu refuses while a VM of the hive has the object, and a KFD
+///   object always is in its process's VM).
+/// - Other operations are `EINVAL`, GET_MAPPING_INFO (Linux 6.16) among them: the emulated
+///   render node answers as a kernel before it did.
+fn gem_op(device: &Device, gpu_id: u32, a: &mut DrmAmdgpuGemOp) -> Result<(), Errno> {
+    let backing = object(device, gpu_id, a.handle)?;
+    match a.op {
+        AMDGPU_GEM_OP_GET_GEM_CREATE_INFO => {
+            let info = backing.info()?;
+            let st = backing.bo_state()?;
+            let domains = if st.domains != 0 {
+                st.domains
+            } else if info.flags & hsa_linux::kfd::abi::KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0 {
+                AMDGPU_GEM_DOMAIN_VRAM
+            } else {
+                AMDGPU_GEM_DOMAIN_GTT
+            };
+            let create_in = [info.size, PAGE_BYTES, domains, info.gem_flags];
+            device.user.write(a.value, create_in.as_bytes())
+        }
+        AMDGPU_GEM_OP_SET_PLACEMENT => {
+            let hive = device
+                .topology
+                .nodes
+                .iter()
+                .any(|n| n.properties.gpu_id == gpu_id && n.properties.hive_id != 0);
+            if hive {
+                return Err(Errno::INVAL);
+            }
+            let mut st = backing.bo_state()?;
+            st.domains =
+                a.value & (AMDGPU_GEM_DOMAIN_VRAM | AMDGPU_GEM_DOMAIN_GTT | AMDGPU_GEM_DOMAIN_CPU);
+            backing.set_bo_state(&st)
+        }
+        _ => Err(Errno::INVAL),
     }
 }
 
@@ -538,7 +714,7 @@ mod tests {
     use hsa_linux::kfd::abi::*;
     use hsa_linux::kfd::calls::plain_ioctl;
     use hsa_linux::kfd::driver::{KfdDriver, MapTarget};
-    use zerocopy::IntoBytes;
+    use zerocopy::{FromZeros, IntoBytes};
 
     use super::*;
     use crate::device::{builtin_topology, EmulatedKfd, BUILTIN_GPU_ID};
@@ -1210,5 +1386,153 @@ mod tests {
         assert_eq!(DRM_IOCTL_AMDGPU_GEM_MMAP, 0xc008_6441);
         assert_eq!(DRM_IOCTL_AMDGPU_GEM_VA, 0xc028_6448);
         assert_eq!(size_of::<GemVaArgs>(), 64);
+    }
+
+    /// AMDGPU_GEM_METADATA and AMDGPU_GEM_OP as amdgpu answers them, and the state belongs to
+    /// the buffer object: what one process's render node sets (ROCR 7.2.4 marks a buffer it
+    /// shares for IPC so), another process that imported the dma-buf reads back, on its
+    /// render node and in GET_DMABUF_INFO's metadata.
+    #[test]
+    fn metadata_and_create_info_belong_to_the_buffer_object() {
+        let a = dev();
+        let b = dev();
+        let bo = alloc(&a, 0x7300_0000_0000, 8192).unwrap();
+        let fd = export(&a, bo.handle);
+        let ha = import(&a, fd.as_raw_fd()).unwrap();
+        let hb = import(&b, fd.as_raw_fd()).unwrap();
+        let meta = |d: &EmulatedKfd, handle: u32, op: u32| {
+            let mut m = DrmAmdgpuGemMetadata::new_zeroed();
+            m.handle = handle;
+            m.op = op;
+            render(d, DRM_IOCTL_AMDGPU_GEM_METADATA, m.as_mut_bytes()).map(|()| m)
+        };
+        // Nothing set yet.
+        let g = meta(&b, hb, AMDGPU_GEM_METADATA_OP_GET_METADATA).unwrap();
+        assert_eq!((g.data_size_bytes, g.tiling_info, g.flags), (0, 0, 0));
+        let mut set = DrmAmdgpuGemMetadata::new_zeroed();
+        set.handle = ha;
+        set.op = AMDGPU_GEM_METADATA_OP_SET_METADATA;
+        set.flags = 3;
+        set.tiling_info = 0x55;
+        set.data_size_bytes = 4;
+        set.data[0] = 0x5a49_0923;
+        render(&a, DRM_IOCTL_AMDGPU_GEM_METADATA, set.as_mut_bytes()).unwrap();
+        let g = meta(&b, hb, AMDGPU_GEM_METADATA_OP_GET_METADATA).unwrap();
+        assert_eq!(
+            (
+                g.data_size_bytes,
+                g.data[0],
+                g.data[1],
+                g.tiling_info,
+                g.flags
+            ),
+            (4, 0x5a49_0923, 0, 0x55, 3)
+        );
+        // GET_DMABUF_INFO: the metadata's size, and the metadata where there is room for it.
+        let mut room = [0u8; 8];
+        let mut info = GetDmabufInfoArgs {
+            metadata_ptr: room.as_mut_ptr() as u64,
+            metadata_size: 2,
+            dmabuf_fd: fd.as_raw_fd() as u32,
+            ..Default::default()
+        };
+        // SAFETY: metadata_ptr is `room`, 8 bytes, borrowed for the calls; the device writes at
+        // most metadata_size (then 8) bytes there.
+        let r = unsafe { b.ioctl(AMDKFD_IOC_GET_DMABUF_INFO, info.as_mut_bytes()) };
+        assert_eq!(
+            (r, info.metadata_size),
+            (Err(Errno::INVAL), 4),
+            "too little room"
+        );
+        info.metadata_size = 8;
+        // SAFETY: as above.
+        unsafe { b.ioctl(AMDKFD_IOC_GET_DMABUF_INFO, info.as_mut_bytes()) }.unwrap();
+        assert_eq!(
+            (info.metadata_size, room),
+            (4, [0x23, 0x09, 0x49, 0x5a, 0, 0, 0, 0])
+        );
+        // More than 256 bytes: EINVAL; an unknown handle: ENOENT; another op: nothing, Ok.
+        set.data_size_bytes = 257;
+        assert_eq!(
+            render(&a, DRM_IOCTL_AMDGPU_GEM_METADATA, set.as_mut_bytes()),
+            Err(Errno::INVAL)
+        );
+        assert_eq!(
+            meta(&b, hb + 1, AMDGPU_GEM_METADATA_OP_GET_METADATA).err(),
+            Some(Errno::NOENT)
+        );
+        assert!(meta(&b, hb, 9).is_ok());
+        // A size of 0 drops the metadata; its flags stay.
+        set.data_size_bytes = 0;
+        set.flags = 0;
+        render(&a, DRM_IOCTL_AMDGPU_GEM_METADATA, set.as_mut_bytes()).unwrap();
+        let g = meta(&b, hb, AMDGPU_GEM_METADATA_OP_GET_METADATA).unwrap();
+        assert_eq!((g.data_size_bytes, g.flags), (0, 3));
+
+        // GEM_OP: the creation info of a VRAM buffer object without PUBLIC (wiped on
+        // release, no CPU access), then SET_PLACEMENT's domains.
+        let mut create_in = [0u64; 4];
+        let mut op = DrmAmdgpuGemOp {
+            handle: hb,
+            op: AMDGPU_GEM_OP_GET_GEM_CREATE_INFO,
+            value: create_in.as_mut_ptr() as u64,
+            ..Default::default()
+        };
+        render(&b, DRM_IOCTL_AMDGPU_GEM_OP, op.as_mut_bytes()).unwrap();
+        assert_eq!(
+            create_in,
+            [8192, 4096, AMDGPU_GEM_DOMAIN_VRAM, (1 << 9) | (1 << 1)]
+        );
+        let mut place = DrmAmdgpuGemOp {
+            handle: ha,
+            op: AMDGPU_GEM_OP_SET_PLACEMENT,
+            value: AMDGPU_GEM_DOMAIN_GTT | 0x40,
+            ..Default::default()
+        };
+        render(&a, DRM_IOCTL_AMDGPU_GEM_OP, place.as_mut_bytes()).unwrap();
+        render(&b, DRM_IOCTL_AMDGPU_GEM_OP, op.as_mut_bytes()).unwrap();
+        assert_eq!(create_in[2], AMDGPU_GEM_DOMAIN_GTT);
+        op.op = 2;
+        assert_eq!(
+            render(&b, DRM_IOCTL_AMDGPU_GEM_OP, op.as_mut_bytes()),
+            Err(Errno::INVAL)
+        );
+        op.handle = hb + 1;
+        op.op = AMDGPU_GEM_OP_GET_GEM_CREATE_INFO;
+        assert_eq!(
+            render(&b, DRM_IOCTL_AMDGPU_GEM_OP, op.as_mut_bytes()),
+            Err(Errno::NOENT)
+        );
+        // The 16-byte struct of headers before Linux 6.16 is taken too.
+        let mut short = [0u8; 16];
+        short[..4].copy_from_slice(&hb.to_ne_bytes());
+        short[8..].copy_from_slice(&(create_in.as_mut_ptr() as u64).to_ne_bytes());
+        let req16 = drm_ioc(IOC_READ | IOC_WRITE, DRM_AMDGPU_GEM_OP, 16);
+        assert_eq!(render(&b, req16, &mut short), Ok(()));
+    }
+
+    /// IMPORT_DMABUF at address 0 (libhsakmt imports a dma-buf for its handle aperture so):
+    /// an object with no GPU address, which MAP_MEMORY_TO_GPU refuses.
+    #[test]
+    fn a_dma_buf_imported_at_address_0_has_no_gpu_address() {
+        let a = dev();
+        let b = dev();
+        let bo = alloc(&a, 0x7300_0000_0000, 4096).unwrap();
+        let fd = export(&a, bo.handle);
+        let mut i = ImportDmabufArgs {
+            va_addr: 0,
+            gpu_id: GPU,
+            dmabuf_fd: fd.as_raw_fd() as u32,
+            ..Default::default()
+        };
+        plain_ioctl(&*b, &mut i).unwrap();
+        assert_ne!(i.handle, 0);
+        assert_eq!(map_to_gpu(&b, i.handle), Err(Errno::INVAL));
+        // A second import at 0 is another object, not an overlap.
+        let mut j = ImportDmabufArgs { handle: 0, ..i };
+        plain_ioctl(&*b, &mut j).unwrap();
+        assert_ne!(j.handle, i.handle);
+        i.va_addr = 0x1000_0001;
+        assert_eq!(plain_ioctl(&*b, &mut i), Err(Errno::INVAL), "unaligned");
     }
 }

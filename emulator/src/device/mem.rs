@@ -121,6 +121,43 @@ impl Backing {
         })
     }
 
+    /// What a render node set in the buffer object these pages are (its metadata, tiling
+    /// flags and preferred domains), read from the memfd's [`BO_STATE_XATTR`]; the default
+    /// when nothing was set.
+    ///
+    /// # Errors
+    /// `EOPNOTSUPP` where the host's memfds take no user extended attributes (Linux before
+    /// 6.6); `EINVAL` for a record this device did not write; the errno of `fgetxattr`.
+    pub(crate) fn bo_state(&self) -> Result<BoState, Errno> {
+        bo_state_of(&self.fd)
+    }
+
+    /// What the buffer object these pages are is ([`dmabuf_info`] of one of its
+    /// descriptors).
+    ///
+    /// # Errors
+    /// `EINVAL` for pages that are no buffer object's.
+    pub(crate) fn info(&self) -> Result<DmabufInfo, Errno> {
+        parse_export_name(&export_name_of(&self.fd)?, self.len as u64)
+    }
+
+    /// Stores `state` as the buffer object's ([`Backing::bo_state`]).
+    ///
+    /// # Errors
+    /// `EINVAL` for more than 256 bytes of metadata; `EOPNOTSUPP` where the host's memfds take
+    /// no user extended attributes; the errno of `fsetxattr`.
+    pub(crate) fn set_bo_state(&self, state: &BoState) -> Result<(), Errno> {
+        if state.data.len() > 256 {
+            return Err(Errno::INVAL);
+        }
+        rustix::fs::fsetxattr(
+            &self.fd,
+            BO_STATE_XATTR,
+            &state.encode(),
+            rustix::fs::XattrFlags::empty(),
+        )
+    }
+
     /// A new descriptor for these pages, which the caller owns (`EXPORT_DMABUF`: what the
     /// emulated device hands out as a dma-buf).
     ///
@@ -181,12 +218,59 @@ impl Backing {
 pub(crate) const EXPORT_NAME: &str = "hsa-emulated-bo";
 
 /// The memfd name of a buffer object's memory: [`EXPORT_NAME`], then the GPU it was
-/// allocated on and what `GET_DMABUF_INFO` answers of it (`KFD_IOC_ALLOC_MEM_FLAGS_VRAM` or
-/// `_GTT`, `_PUBLIC`), each as 8 hex digits after a colon. The name travels with the pages
-/// into every process a dma-buf of them reaches, as amdgpu finds the buffer object behind
-/// any descriptor of its dma-buf.
-pub(crate) fn export_name(gpu_id: u32, dmabuf_flags: u32) -> String {
-    format!("{EXPORT_NAME}:{gpu_id:08x}:{dmabuf_flags:08x}")
+/// allocated on, what `GET_DMABUF_INFO` answers of it (`KFD_IOC_ALLOC_MEM_FLAGS_VRAM` or
+/// `_GTT`, `_PUBLIC`) and the amdgpu creation flags its buffer object has
+/// (`AMDGPU_GEM_CREATE_*`, what `AMDGPU_GEM_OP_GET_GEM_CREATE_INFO` answers), each as hex
+/// digits after a colon. The name travels with the pages into every process a dma-buf of
+/// them reaches, as amdgpu finds the buffer object behind any descriptor of its dma-buf.
+pub(crate) fn export_name(gpu_id: u32, dmabuf_flags: u32, gem_flags: u64) -> String {
+    format!("{EXPORT_NAME}:{gpu_id:08x}:{dmabuf_flags:08x}:{gem_flags:016x}")
+}
+
+/// The extended attribute of a buffer object's memfd that holds what amdgpu keeps in the
+/// buffer object itself and a render node may change: its metadata and tiling flags
+/// (`AMDGPU_GEM_METADATA`) and its preferred domains (`AMDGPU_GEM_OP_SET_PLACEMENT`). On the
+/// memfd, every process that reaches the pages sees the same record, as every importer of a
+/// dma-buf sees the one buffer object.
+const BO_STATE_XATTR: &str = "user.hsa-emu.amdgpu-bo";
+
+/// What amdgpu keeps in a buffer object that a render node may change (see
+/// [`Backing::bo_state`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct BoState {
+    /// `AMDGPU_TILING_*` flags (`amdgpu_bo_set_tiling_flags`).
+    pub(crate) tiling_info: u64,
+    /// The metadata's flags (`metadata_flags`).
+    pub(crate) flags: u64,
+    /// The preferred domains `SET_PLACEMENT` gave (`AMDGPU_GEM_DOMAIN_*`); 0: as created.
+    pub(crate) domains: u64,
+    /// The metadata (at most 256 bytes; `amdgpu_bo_set_metadata`).
+    pub(crate) data: Vec<u8>,
+}
+
+impl BoState {
+    fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(24 + self.data.len());
+        v.extend_from_slice(&self.tiling_info.to_le_bytes());
+        v.extend_from_slice(&self.flags.to_le_bytes());
+        v.extend_from_slice(&self.domains.to_le_bytes());
+        v.extend_from_slice(&self.data);
+        v
+    }
+
+    fn decode(b: &[u8]) -> Option<BoState> {
+        let word = |i: usize| {
+            Some(u64::from_le_bytes(
+                b.get(8 * i..8 * i + 8)?.try_into().ok()?,
+            ))
+        };
+        Some(BoState {
+            tiling_info: word(0)?,
+            flags: word(1)?,
+            domains: word(2)?,
+            data: b.get(24..)?.to_vec(),
+        })
+    }
 }
 
 /// What a dma-buf descriptor of an emulated device's buffer object says of it
@@ -199,6 +283,8 @@ pub(crate) struct DmabufInfo {
     pub(crate) gpu_id: u32,
     /// `KFD_IOC_ALLOC_MEM_FLAGS_VRAM` or `_GTT`, with `_PUBLIC`.
     pub(crate) flags: u32,
+    /// The buffer object's amdgpu creation flags (`AMDGPU_GEM_CREATE_*`).
+    pub(crate) gem_flags: u64,
 }
 
 /// A duplicate of descriptor `raw_fd` (the device's own reference, as the kernel's
@@ -212,18 +298,7 @@ fn open_export(raw_fd: u32) -> Result<(OwnedFd, String, u64), Errno> {
     // kernel's fget takes a reference to whatever the number names; a number that names
     // nothing is EBADF, and the borrow ends here, closing nothing.
     let fd = rustix::io::fcntl_dupfd_cloexec(unsafe { BorrowedFd::borrow_raw(raw) }, 0)?;
-    let link = std::fs::read_link(format!(
-        "/proc/self/fd/{}",
-        std::os::fd::AsRawFd::as_raw_fd(&fd)
-    ))
-    .map_err(|_| Errno::INVAL)?;
-    let link = link.to_string_lossy();
-    let name = link
-        .strip_prefix("/memfd:")
-        .map(|n| n.strip_suffix(" (deleted)").unwrap_or(n))
-        .filter(|n| n.starts_with(EXPORT_NAME))
-        .ok_or(Errno::INVAL)?
-        .to_owned();
+    let name = export_name_of(&fd)?;
     let len = rustix::fs::fstat(&fd)?.st_size;
     let len = u64::try_from(len).map_err(|_| Errno::INVAL)?;
     if len == 0 || len % PAGE_BYTES != 0 {
@@ -232,26 +307,69 @@ fn open_export(raw_fd: u32) -> Result<(OwnedFd, String, u64), Errno> {
     Ok((fd, name, len))
 }
 
-/// What descriptor `raw_fd` names, when it is a dma-buf of an emulated device's buffer object
-/// (amdgpu's `amdgpu_amdkfd_get_dmabuf_info`): its size, GPU and memory flags, read from its
-/// pages' memfd name ([`export_name`]). Errors as [`Backing::import`]'s, and `EINVAL` for
-/// exported memory that is no buffer object's (the name has no GPU).
-pub(crate) fn dmabuf_info(raw_fd: u32) -> Result<DmabufInfo, Errno> {
-    let (_, name, size) = open_export(raw_fd)?;
+/// The memfd name of descriptor `fd` when it names exported memory ([`EXPORT_NAME`] first);
+/// `EINVAL` for any other file.
+fn export_name_of(fd: &OwnedFd) -> Result<String, Errno> {
+    let link = std::fs::read_link(format!(
+        "/proc/self/fd/{}",
+        std::os::fd::AsRawFd::as_raw_fd(fd)
+    ))
+    .map_err(|_| Errno::INVAL)?;
+    let link = link.to_string_lossy();
+    link.strip_prefix("/memfd:")
+        .map(|n| n.strip_suffix(" (deleted)").unwrap_or(n))
+        .filter(|n| n.starts_with(EXPORT_NAME))
+        .map(str::to_owned)
+        .ok_or(Errno::INVAL)
+}
+
+/// What a buffer object's memfd name ([`export_name`]) says, with its size `size` (bytes).
+fn parse_export_name(name: &str, size: u64) -> Result<DmabufInfo, Errno> {
     let mut fields = name[EXPORT_NAME.len()..].split(':').skip(1);
     let mut hex = || {
         fields
             .next()
-            .and_then(|f| u32::from_str_radix(f, 16).ok())
+            .and_then(|f| u64::from_str_radix(f, 16).ok())
             .ok_or(Errno::INVAL)
     };
-    let gpu_id = hex()?;
-    let flags = hex()?;
+    let gpu_id = u32::try_from(hex()?).map_err(|_| Errno::INVAL)?;
+    let flags = u32::try_from(hex()?).map_err(|_| Errno::INVAL)?;
+    let gem_flags = hex()?;
     Ok(DmabufInfo {
         size,
         gpu_id,
         flags,
+        gem_flags,
     })
+}
+
+/// The [`BoState`] of the buffer object whose memfd `fd` is ([`Backing::bo_state`]).
+fn bo_state_of(fd: &OwnedFd) -> Result<BoState, Errno> {
+    let mut buf = [0u8; 24 + 256];
+    match rustix::fs::fgetxattr(fd, BO_STATE_XATTR, &mut buf[..]) {
+        Ok(n) => BoState::decode(&buf[..n]).ok_or(Errno::INVAL),
+        Err(Errno::NODATA) => Ok(BoState::default()),
+        Err(e) => Err(e),
+    }
+}
+
+/// [`dmabuf_info`] with the buffer object's [`BoState`] (its metadata).
+///
+/// # Errors
+/// As [`dmabuf_info`]'s and [`Backing::bo_state`]'s.
+pub(crate) fn dmabuf_info_and_state(raw_fd: u32) -> Result<(DmabufInfo, BoState), Errno> {
+    let (fd, name, size) = open_export(raw_fd)?;
+    Ok((parse_export_name(&name, size)?, bo_state_of(&fd)?))
+}
+
+/// What descriptor `raw_fd` names, when it is a dma-buf of an emulated device's buffer object
+/// (amdgpu's `amdgpu_amdkfd_get_dmabuf_info`): its size, GPU and memory flags, read from its
+/// pages' memfd name ([`export_name`]). Errors as [`Backing::import`]'s, and `EINVAL` for
+/// exported memory that is no buffer object's (the name has no GPU).
+#[cfg(test)]
+pub(crate) fn dmabuf_info(raw_fd: u32) -> Result<DmabufInfo, Errno> {
+    let (_, name, size) = open_export(raw_fd)?;
+    parse_export_name(&name, size)
 }
 
 /// Maps the first `len` bytes (rounded up to pages) of `fd`, which holds `max_len` bytes, as
@@ -879,19 +997,28 @@ mod tests {
     #[test]
     fn dmabuf_info_reads_the_memfd_name() {
         use std::os::fd::AsRawFd;
-        let b = Backing::new(&export_name(0x1234, 0x4), 8192).unwrap();
+        let b = Backing::new(&export_name(0x1234, 0x4, 0x2201), 8192).unwrap();
         let fd = b.export().unwrap();
+        let want = DmabufInfo {
+            size: 8192,
+            gpu_id: 0x1234,
+            flags: 4,
+            gem_flags: 0x2201,
+        };
+        assert_eq!(dmabuf_info(fd.as_raw_fd() as u32), Ok(want));
+        assert_eq!(b.info(), Ok(want));
         assert_eq!(
-            dmabuf_info(fd.as_raw_fd() as u32),
-            Ok(DmabufInfo {
-                size: 8192,
-                gpu_id: 0x1234,
-                flags: 4
-            })
+            export_name(0xabcd, 0x24, 0x200),
+            "hsa-emulated-bo:0000abcd:00000024:0000000000000200"
         );
+        let two = Backing::new("hsa-emulated-bo:00001234:00000004", 4096)
+            .unwrap()
+            .export()
+            .unwrap();
         assert_eq!(
-            export_name(0xabcd, 0x24),
-            "hsa-emulated-bo:0000abcd:00000024"
+            dmabuf_info(two.as_raw_fd() as u32),
+            Err(Errno::INVAL),
+            "no creation flags"
         );
         let bare = Backing::new(EXPORT_NAME, 4096).unwrap().export().unwrap();
         assert_eq!(dmabuf_info(bare.as_raw_fd() as u32), Err(Errno::INVAL));
@@ -901,8 +1028,8 @@ mod tests {
             .unwrap();
         assert_eq!(dmabuf_info(bad.as_raw_fd() as u32), Err(Errno::INVAL));
         for len in [0, 5000] {
-            let m =
-                rustix::fs::memfd_create(export_name(1, 4).as_str(), MemfdFlags::CLOEXEC).unwrap();
+            let m = rustix::fs::memfd_create(export_name(1, 4, 0).as_str(), MemfdFlags::CLOEXEC)
+                .unwrap();
             rustix::fs::ftruncate(&m, len).unwrap();
             assert_eq!(
                 dmabuf_info(m.as_raw_fd() as u32),
@@ -911,6 +1038,31 @@ mod tests {
             );
         }
         assert_eq!(dmabuf_info(u32::MAX), Err(Errno::BADF));
+    }
+
+    /// The state a render node sets in a buffer object lives on its memfd: every descriptor
+    /// of the pages, in any process, reads what one of them wrote; none written reads as the
+    /// default; more than 256 bytes of metadata are refused.
+    #[test]
+    fn bo_state_is_shared_by_every_descriptor_of_the_pages() {
+        use std::os::fd::AsRawFd;
+        let a = Backing::new(&export_name(1, 4, 0), 4096).unwrap();
+        assert_eq!(a.bo_state(), Ok(BoState::default()));
+        let s = BoState {
+            tiling_info: 0x1234_5678_9abc,
+            flags: 7,
+            domains: 2,
+            data: vec![0x23, 0x09, 0x49, 0x5a],
+        };
+        a.set_bo_state(&s).unwrap();
+        let fd = a.export().unwrap();
+        let b = Backing::import(fd.as_raw_fd() as u32).unwrap();
+        assert_eq!(b.bo_state(), Ok(s));
+        let big = BoState {
+            data: vec![0; 257],
+            ..BoState::default()
+        };
+        assert_eq!(b.set_bo_state(&big), Err(Errno::INVAL));
     }
 
     #[test]

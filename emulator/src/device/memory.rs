@@ -561,6 +561,58 @@ pub(crate) fn render_mmap_offset(id: u32) -> u64 {
 /// Most device ids `MAP/UNMAP_MEMORY_TO_GPU` accept in one call (more is `EINVAL`).
 pub const MAX_MAP_DEVICES: u32 = 1024;
 
+/// `AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED`.
+const AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED: u64 = 1 << 0;
+/// `AMDGPU_GEM_CREATE_NO_CPU_ACCESS`.
+const AMDGPU_GEM_CREATE_NO_CPU_ACCESS: u64 = 1 << 1;
+/// `AMDGPU_GEM_CREATE_VRAM_CONTIGUOUS`.
+const AMDGPU_GEM_CREATE_VRAM_CONTIGUOUS: u64 = 1 << 5;
+/// `AMDGPU_GEM_CREATE_VRAM_WIPE_ON_RELEASE`.
+const AMDGPU_GEM_CREATE_VRAM_WIPE_ON_RELEASE: u64 = 1 << 9;
+/// `AMDGPU_GEM_CREATE_COHERENT`.
+const AMDGPU_GEM_CREATE_COHERENT: u64 = 1 << 13;
+/// `AMDGPU_GEM_CREATE_UNCACHED`.
+const AMDGPU_GEM_CREATE_UNCACHED: u64 = 1 << 14;
+/// `AMDGPU_GEM_CREATE_EXT_COHERENT`.
+const AMDGPU_GEM_CREATE_EXT_COHERENT: u64 = 1 << 15;
+/// `KFD_IOC_ALLOC_MEM_FLAGS_EXT_COHERENT` (interface 1.15; `kfd_ioctl.h`).
+const KFD_IOC_ALLOC_MEM_FLAGS_EXT_COHERENT: u32 = 1 << 24;
+/// `KFD_IOC_ALLOC_MEM_FLAGS_CONTIGUOUS_BEST_EFFORT` (interface 1.16; `kfd_ioctl.h`).
+const KFD_IOC_ALLOC_MEM_FLAGS_CONTIGUOUS_BEST_EFFORT: u32 = 1 << 23;
+
+/// The amdgpu creation flags (`AMDGPU_GEM_CREATE_*`) of the buffer object a KFD VRAM or GTT
+/// allocation with `flags` makes on a dGPU (`amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu`): VRAM
+/// is wiped on release and CPU-visible with `PUBLIC` (else no CPU access), contiguous with
+/// `CONTIGUOUS_BEST_EFFORT`; both kinds take `COHERENT`, `EXT_COHERENT` and `UNCACHED` from the KFD flags
+/// of the same names.
+pub(crate) fn gem_create_flags(kind: Kind, flags: u32) -> u64 {
+    let mut g = 0;
+    if kind == Kind::Vram {
+        g |= AMDGPU_GEM_CREATE_VRAM_WIPE_ON_RELEASE;
+        g |= if flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC != 0 {
+            AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED
+        } else {
+            AMDGPU_GEM_CREATE_NO_CPU_ACCESS
+        };
+        if flags & KFD_IOC_ALLOC_MEM_FLAGS_CONTIGUOUS_BEST_EFFORT != 0 {
+            g |= AMDGPU_GEM_CREATE_VRAM_CONTIGUOUS;
+        }
+    }
+    for (kfd, gem) in [
+        (KFD_IOC_ALLOC_MEM_FLAGS_COHERENT, AMDGPU_GEM_CREATE_COHERENT),
+        (
+            KFD_IOC_ALLOC_MEM_FLAGS_EXT_COHERENT,
+            AMDGPU_GEM_CREATE_EXT_COHERENT,
+        ),
+        (KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED, AMDGPU_GEM_CREATE_UNCACHED),
+    ] {
+        if flags & kfd != 0 {
+            g |= gem;
+        }
+    }
+    g
+}
+
 /// ALLOC_MEMORY_OF_GPU as `kfd_ioctl_alloc_memory_of_gpu`: exactly one of the VRAM, GTT,
 /// USERPTR, DOORBELL and MMIO_REMAP flags (`EINVAL` otherwise), a non-zero page-aligned
 /// address whose range overlaps no buffer object (`EINVAL`) or, for VRAM and GTT, address 0
@@ -678,7 +730,7 @@ pub(crate) fn alloc_memory_of_gpu(
             } else {
                 KFD_IOC_ALLOC_MEM_FLAGS_GTT
             };
-            let name = mem::export_name(gpu.gpu_id, dmabuf_flags);
+            let name = mem::export_name(gpu.gpu_id, dmabuf_flags, gem_create_flags(kind, a.flags));
             let b = Arc::new(Backing::new(&name, size)?);
             let r = b.region();
             (Some(b), r, render_mmap_offset(id))

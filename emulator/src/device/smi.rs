@@ -21,9 +21,11 @@
 //! migrates (VRAM and system memory are both host memory), it takes no retry faults and
 //! evicts no queues.
 //!
-//! Differences from amdkfd: a mask written in fewer than 8 bytes is ignored (amdkfd answers
-//! `EFAULT` to the write); the queue is the socket's buffer, not a 1024-byte FIFO that drops
-//! what does not fit; `fcntl(F_GETFL)` shows `O_NONBLOCK`.
+//! Differences from amdkfd: the masks are a byte stream read 8 bytes at a time, so a write
+//! of fewer than 8 bytes (which amdkfd answers with `EFAULT`) is taken as the start of the
+//! next mask, and a longer one as several masks, the last whole one counting (amdkfd takes
+//! the first 8 bytes); the queue is the socket's buffer, not a 1024-byte FIFO that drops what
+//! does not fit; `fcntl(F_GETFL)` shows `O_NONBLOCK`.
 
 use std::io::{Read, Write};
 use std::os::fd::{IntoRawFd, OwnedFd};
