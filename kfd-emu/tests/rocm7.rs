@@ -878,7 +878,10 @@ fn refusal_reads_trace_lines() {
 /// and IPC, two processes sharing VRAM and a signal through dma-bufs: ROCR 7.2.4 marks the
 /// exported buffer object with `AMDGPU_GEM_METADATA` and the importer reads it back (with
 /// `GET_DMABUF_INFO` and `AMDGPU_GEM_OP`), and libhsakmt imports the signal's buffer with no
-/// GPU address (IMPORT_DMABUF at 0); each of the three once failed the test.
+/// GPU address (IMPORT_DMABUF at 0); each of the three once failed the test. IPC forks after
+/// the earlier tests' `hsa_shut_down`: the child once worked on the parent's emulated device
+/// (its `/proc/self/mem` the parent's: the child read 0 where it asked and wrote into the
+/// parent's heap) until kfd-emu gave a forked child a device of its own.
 #[test]
 fn rocrtst7_example_and_queue_validation_on_rocr7_under_kfd_emu() {
     let Some(root) = chroot() else { return };

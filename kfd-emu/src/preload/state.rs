@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use hsa_emu::EmulatedKfd;
 use hsa_linux::topology::{Topology, DEFAULT_ROOT};
@@ -64,44 +64,85 @@ pub(crate) struct State {
     pub(crate) tracer: Option<Tracer>,
 }
 
-static STATE: OnceLock<Result<State, String>> = OnceLock::new();
+/// The process's device: the state of the process that made it, by pid. A forked child
+/// inherits the parent's (a copy without its engine threads, its `/proc/self/mem` the
+/// parent's); its first open of a device file makes the child a device of its own, as amdkfd
+/// makes a forked child that opens `/dev/kfd` a process of its own. The parent's copy is
+/// leaked in the child (its threads are gone; dropping it would join them). Read without a
+/// lock: the interposed calls that look it up run in signal handlers too (the SIGSYS handler
+/// of `syscall_mmap`), where a lock the interrupted thread holds would never be released.
+static STATE: AtomicPtr<PerProcess> = AtomicPtr::new(std::ptr::null_mut());
+/// Serialises the making of a device (never taken on the lookup path).
+static MAKING: Mutex<()> = Mutex::new(());
 /// Set once a device file was opened: until then no descriptor is looked up.
 static ANY_OPEN: AtomicBool = AtomicBool::new(false);
 
-/// The device, made at the first call (see the crate docs for the topology's path).
+/// A device and the process it belongs to.
+struct PerProcess {
+    pid: u32,
+    state: Result<State, String>,
+}
+
+/// This process's device when it made one (never makes it).
+#[allow(unsafe_code)]
+fn current() -> Option<&'static PerProcess> {
+    let p = STATE.load(Ordering::Acquire);
+    // SAFETY: STATE holds null or a pointer from `Box::leak` in `state`, never freed and
+    // never written through after it was stored (Release, paired with this Acquire), so a
+    // non-null one is a valid shared reference for 'static.
+    let e = unsafe { p.as_ref() }?;
+    (e.pid == std::process::id()).then_some(e)
+}
+
+/// The device, made at the first call in this process (see the crate docs for the
+/// topology's path, and [`STATE`] for forked children).
 ///
 /// # Errors
 /// The message of the topology's or the device's error, said once on stderr.
 pub(crate) fn state() -> Result<&'static State, &'static str> {
-    STATE
-        .get_or_init(|| {
-            // The emulated device logs through `log` (queue errors with their detail, at
-            // error level): printed on stderr at the level of HSA_RT_LOG, as the C library
-            // does; a bad value is said and the default level kept.
-            if let Err(e) = hsa_linux::logger::install_stderr_logger() {
-                eprintln!("kfd-emu: {}", e.detail());
-            }
-            let root = std::env::var_os("KFD_EMU_TOPOLOGY")
-                .filter(|v| !v.is_empty())
-                .map_or_else(|| PathBuf::from(DEFAULT_ROOT), PathBuf::from);
-            let made = Topology::read(&root)
-                .map_err(|e| format!("topology {}: {}", root.display(), e.detail()))
-                .and_then(|t| {
-                    EmulatedKfd::new(t).map_err(|e| format!("emulated device: {}", e.detail()))
-                })
-                .map(|kfd| State {
-                    kfd,
-                    files: Mutex::new(HashMap::new()),
-                    maps: Mutex::new(Vec::new()),
-                    tracer: Tracer::from_env(),
-                });
-            if let Err(e) = &made {
-                eprintln!("kfd-emu: {e}");
-            }
-            made
-        })
+    if let Some(e) = current() {
+        return e.state.as_ref().map_err(String::as_str);
+    }
+    let _g = MAKING.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(e) = current() {
+        return e.state.as_ref().map_err(String::as_str);
+    }
+    let made: &'static mut PerProcess = Box::leak(Box::new(PerProcess {
+        pid: std::process::id(),
+        state: make_state(),
+    }));
+    STATE.store(made, Ordering::Release);
+    current()
+        .ok_or("the device just made is not this process's")?
+        .state
         .as_ref()
         .map_err(String::as_str)
+}
+
+/// A new device for this process.
+fn make_state() -> Result<State, String> {
+    // The emulated device logs through `log` (queue errors with their detail, at error
+    // level): printed on stderr at the level of HSA_RT_LOG, as the C library does; a bad
+    // value is said and the default level kept.
+    if let Err(e) = hsa_linux::logger::install_stderr_logger() {
+        eprintln!("kfd-emu: {}", e.detail());
+    }
+    let root = std::env::var_os("KFD_EMU_TOPOLOGY")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from(DEFAULT_ROOT), PathBuf::from);
+    let made = Topology::read(&root)
+        .map_err(|e| format!("topology {}: {}", root.display(), e.detail()))
+        .and_then(|t| EmulatedKfd::new(t).map_err(|e| format!("emulated device: {}", e.detail())))
+        .map(|kfd| State {
+            kfd,
+            files: Mutex::new(HashMap::new()),
+            maps: Mutex::new(Vec::new()),
+            tracer: Tracer::from_env(),
+        });
+    if let Err(e) = &made {
+        eprintln!("kfd-emu: {e}");
+    }
+    made
 }
 
 impl State {
@@ -168,7 +209,10 @@ impl State {
 /// Writes the device's execution counters to the trace (the `stats` line of [`crate::trace`]),
 /// when the process made the device and traces; nothing otherwise (it never makes the device).
 pub(crate) fn trace_stats() {
-    let Some(Ok(state)) = STATE.get() else {
+    let Some(PerProcess {
+        state: Ok(state), ..
+    }) = current()
+    else {
         return;
     };
     if let Some(t) = &state.tracer {
@@ -185,20 +229,21 @@ fn raw(fd: &OwnedFd) -> i32 {
     fd.as_fd().as_raw_fd()
 }
 
-/// The device, once a device file was opened.
+/// The device, once this process opened a device file (a forked child that has not is told
+/// `None`: the descriptors it inherited belong to its parent's device).
 pub(crate) fn opened() -> Option<&'static State> {
     if !ANY_OPEN.load(Ordering::Acquire) {
         return None;
     }
-    state().ok()
+    current()?.state.as_ref().ok()
 }
 
-/// The device and `fd`'s device file, when `fd` stands for one.
+/// The device and `fd`'s device file, when `fd` stands for one of this process's device
+/// files. A descriptor a forked child inherited from its parent is not one: it goes to the C
+/// library (amdkfd refuses a `/dev/kfd` descriptor used by another process, `EBADF`, and the
+/// runtimes open the device files again after a fork).
 pub(crate) fn lookup(fd: std::os::fd::BorrowedFd<'_>) -> Option<(&'static State, Target)> {
-    if !ANY_OPEN.load(Ordering::Acquire) {
-        return None;
-    }
-    let s = state().ok()?;
+    let s = opened()?;
     Some((s, s.target_of(fd)?))
 }
 
