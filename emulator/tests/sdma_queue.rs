@@ -452,9 +452,23 @@ fn fence_and_trap_raise_the_signal_event() {
     assert_eq!(wait(0), KFD_IOC_WAIT_RESULT_TIMEOUT, "auto-reset");
 }
 
+/// ... and the GPU reset it leads to reaches a system-management reader as amdkfd's
+/// `kfd_smi_event_update_gpu_reset` sends it: the pre-reset event with the next reset
+/// sequence number (1), then the post-reset event with the same, each with the cause.
 #[test]
 fn unknown_opcode_stops_the_queue_naming_it() {
+    use std::os::fd::{FromRawFd, OwnedFd};
     let s = setup();
+    let mut smi = SmiEventsArgs {
+        gpuid: BUILTIN_GPU_ID,
+        anon_fd: 0,
+    };
+    // SAFETY: the argument carries no pointer.
+    unsafe { s.d.ioctl(AMDKFD_IOC_SMI_EVENTS, smi.as_mut_bytes()) }.unwrap();
+    // SAFETY: a successful SMI_EVENTS hands the caller a new descriptor it owns.
+    let smi = unsafe { OwnedFd::from_raw_fd(smi.anon_fd as i32) };
+    // KFD_SMI_EVENT_MASK_FROM_INDEX(3) | (4).
+    assert_eq!(rustix::io::write(&smi, &0xcu64.to_ne_bytes()), Ok(8));
     let hw = {
         let mut ce = CreateEventArgs {
             event_type: KFD_IOC_EVENT_HW_EXCEPTION,
@@ -498,6 +512,18 @@ fn unknown_opcode_stops_the_queue_naming_it() {
         4,
         "the queue stopped there"
     );
+    let want = "3 1 HWS hang\n4 1 HWS hang\n";
+    let mut got = Vec::new();
+    let t = Instant::now();
+    while got.len() < want.len() && t.elapsed() < Duration::from_secs(10) {
+        let mut buf = [0u8; 64];
+        match rustix::io::read(&smi, &mut buf) {
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(Errno::AGAIN) => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(String::from_utf8(got).unwrap(), want);
 }
 
 #[test]

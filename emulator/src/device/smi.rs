@@ -168,3 +168,74 @@ pub(crate) fn smi_events(device: &Arc<Device>, a: &mut SmiEventsArgs) -> Result<
     a.anon_fd = fd.into_raw_fd() as u32;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader as `smi_events` makes one, on GPU 1: its end, and the device's state.
+    fn reader() -> (UnixStream, SmiClients) {
+        let (theirs, ours) = UnixStream::pair().unwrap();
+        theirs.set_nonblocking(true).unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let clients = SmiClients {
+            clients: vec![Client {
+                gpu_id: 1,
+                end: ours,
+                mask: 0,
+                partial: Vec::new(),
+            }],
+            ..SmiClients::default()
+        };
+        (theirs, clients)
+    }
+
+    /// Masks are taken 8 bytes at a time, the last whole one counting, a piece kept for the
+    /// next; only the readers of the event's GPU whose mask names it get it.
+    #[test]
+    fn masks_are_taken_in_8_byte_pieces() {
+        let (mut r, mut c) = reader();
+        r.write_all(&[0xff; 4]).unwrap();
+        c.add(1, 1, "a\n");
+        c.add(2, 2, "other GPU\n");
+        r.write_all(&[0xff; 4]).unwrap();
+        r.write_all(&2u64.to_ne_bytes()).unwrap();
+        c.add(1, 1, "b\n");
+        c.add(1, 2, "c\n");
+        let mut buf = [0u8; 64];
+        let n = r.read(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"2 c\n");
+        assert_eq!(c.clients.len(), 1);
+    }
+
+    /// A reader that never reads loses what does not fit (amdkfd drops it too) and stays; a
+    /// reader that closed its end is dropped at the next event.
+    #[test]
+    fn a_full_reader_loses_events_and_a_closed_one_goes() {
+        let (mut r, mut c) = reader();
+        r.write_all(&u64::MAX.to_ne_bytes()).unwrap();
+        let line = "x".repeat(4095) + "\n";
+        for _ in 0..2048 {
+            c.add(1, 1, &line);
+        }
+        assert_eq!(c.clients.len(), 1, "kept while full");
+        let mut buf = vec![0u8; 1 << 16];
+        assert!(r.read(&mut buf).unwrap() > 0);
+        drop(r);
+        c.add(1, 1, "y\n");
+        assert!(c.clients.is_empty(), "dropped once closed");
+    }
+
+    /// Each reset takes the next sequence number, per GPU.
+    #[test]
+    fn reset_sequence_numbers_count_per_gpu() {
+        let (mut r, mut c) = reader();
+        r.write_all(&0x8u64.to_ne_bytes()).unwrap();
+        c.gpu_reset(1);
+        c.gpu_reset(2);
+        c.gpu_reset(1);
+        let mut buf = [0u8; 64];
+        let n = r.read(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"4 1 HWS hang\n4 2 HWS hang\n");
+    }
+}
