@@ -19,7 +19,7 @@
 //! - `AMDGPU_GEM_METADATA` (`amdgpu_gem_metadata_ioctl`) and `AMDGPU_GEM_OP`
 //!   (`amdgpu_gem_op_ioctl`: GET_GEM_CREATE_INFO, SET_PLACEMENT): `ENOENT` for an unknown
 //!   handle; the metadata, tiling flags and preferred domains belong to the buffer object, kept
-//!   in an extended attribute of its memfd ([`Backing::bo_state`]), so every process that
+//!   in an extended attribute of its memfd (`user.hsa-emu.amdgpu-bo`), so every process that
 //!   imported its dma-buf sees what one of them set (ROCR 7.2.4 marks the buffer objects it
 //!   shares for IPC so and checks the mark on import). Where the host's memfds take no user
 //!   extended attributes (Linux before 6.6) both answer `EOPNOTSUPP`.
