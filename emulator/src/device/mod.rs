@@ -87,7 +87,7 @@
 //! `EPERM`, as since Linux 6.2; DBG_TRAP is `EINVAL`, as amdkfd answers it under
 //! `sched_policy=2` (no debugger); GWS changes nothing in how shaders run (no `ds_gws_*`);
 //! the CP saves no waves, so GET_QUEUE_WAVE_STATE finds nothing saved; the SMI events
-//! raised are VM faults and GPU resets (the `smi` module). The interface version is
+//! raised are VM faults, GPU resets and SVM unmaps (the `smi` module). The interface version is
 //! [`EMULATED_KFD_MINOR_VERSION`] (1.17; its docs say what each minor past 1.11 needs here
 //! and what stops it going higher).
 
@@ -1391,6 +1391,7 @@ mod tests {
     /// (the thunk's queue ring at the address of a freed `std::vector` HIP had granted the
     /// GPU; issue 37). Other kinds over a range stay EADDRINUSE (svm_refuses_what_amdkfd_refuses).
     #[test]
+    #[allow(unsafe_code)]
     fn userptr_over_a_stale_svm_range_drops_the_range() {
         let d = dev();
         let g = BUILTIN_GPU_ID;
@@ -1430,11 +1431,32 @@ mod tests {
             addr + 4096
         );
         drop(allocs);
-        // An unmap the interposer sees (munmap) drops the pages it covers the same way.
+        // An unmap the interposer sees (munmap) drops the pages it covers the same way, and
+        // an SMI reader asking for UNMAP_FROM_GPU (event 11) hears of it for the GPU that had
+        // access: the first page and the page count in hex, trigger 2 (UNMAP_FROM_CPU).
+        let mut smi = SmiEventsArgs {
+            gpuid: g,
+            anon_fd: 0,
+        };
+        raw(&d, AMDKFD_IOC_SMI_EVENTS, smi.as_mut_bytes()).unwrap();
+        // SAFETY: a successful SMI_EVENTS hands the caller a new descriptor it owns.
+        let smi = unsafe {
+            <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(smi.anon_fd as i32)
+        };
+        assert_eq!(rustix::io::write(&smi, &(1u64 << 10).to_ne_bytes()), Ok(8));
         assert!(!d.cpu_unmapped(addr, 0));
         assert!(d.cpu_unmapped(addr, 4096));
         assert_eq!(lock(&d.device.svm).len(), 1);
         assert!(!d.cpu_unmapped(addr, 4096));
+        let mut buf = [0u8; 128];
+        let n = rustix::io::read(&smi, &mut buf).unwrap();
+        let line = std::str::from_utf8(&buf[..n]).unwrap();
+        let want = format!(" -{} @{:x}(1) {g:x} 2\n", std::process::id(), addr / 4096);
+        let ns = line
+            .strip_prefix("b ")
+            .and_then(|l| l.strip_suffix(want.as_str()))
+            .unwrap_or_else(|| panic!("{line:?}"));
+        assert!(ns.parse::<i64>().unwrap() > 0, "{line:?}");
         drop(host);
     }
 

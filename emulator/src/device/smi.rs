@@ -15,9 +15,12 @@
 //! - `KFD_SMI_EVENT_VMFAULT` (1), `"1 <pid, hex>:<task name>\n"`, for a GPU memory fault;
 //! - `KFD_SMI_EVENT_GPU_PRE_RESET` (3) and `_POST_RESET` (4), `"3 <reset sequence number,
 //!   hex> HWS hang\n"`, for the GPU reset a hung SDMA engine leads to (the cause is
-//!   amdgpu's description of a reset the hardware scheduler asked for).
+//!   amdgpu's description of a reset the hardware scheduler asked for);
+//! - `KFD_SMI_EVENT_UNMAP_FROM_GPU` (11), `"11 <ns> -<pid> @<first page>(<pages>) <gpu_id>
+//!   2\n"`, when the CPU unmapping of memory under an SVM range the GPU had access to drops
+//!   that part of the range (trigger `UNMAP_FROM_CPU`).
 //!
-//! It raises no thermal, migration, page-fault, eviction or unmap events: its memory never
+//! It raises no thermal, migration, page-fault or eviction events: its memory never
 //! migrates (VRAM and system memory are both host memory), it takes no retry faults and
 //! evicts no queues.
 //!
@@ -44,6 +47,11 @@ pub const KFD_SMI_EVENT_VMFAULT: u32 = 1;
 pub const KFD_SMI_EVENT_GPU_PRE_RESET: u32 = 3;
 /// `KFD_SMI_EVENT_GPU_POST_RESET`.
 pub const KFD_SMI_EVENT_GPU_POST_RESET: u32 = 4;
+
+/// `KFD_SMI_EVENT_UNMAP_FROM_GPU`.
+pub const KFD_SMI_EVENT_UNMAP_FROM_GPU: u32 = 11;
+/// `KFD_SVM_UNMAP_TRIGGER_UNMAP_FROM_CPU`: the CPU unmapped the range's memory.
+pub const KFD_SVM_UNMAP_TRIGGER_UNMAP_FROM_CPU: u32 = 2;
 
 /// `KFD_SMI_EVENT_MASK_FROM_INDEX(event)`: the mask bit of event id `event` (1..=64).
 pub const fn kfd_smi_event_mask_from_index(event: u32) -> u64 {
@@ -134,6 +142,23 @@ impl SmiClients {
         );
     }
 
+    /// Pages `start..=last` (page numbers) of an SVM range are unmapped from GPU `gpu_id`
+    /// for `trigger` (`KFD_SVM_UNMAP_TRIGGER_*`): `kfd_smi_event_unmap_from_gpu`'s line, the
+    /// boot-time clock in ns, this process's pid, the first page and the number of pages
+    /// (hex), the GPU and the trigger.
+    pub(crate) fn unmap_from_gpu(&mut self, gpu_id: u32, start: u64, last: u64, trigger: u32) {
+        let ns = boottime_ns();
+        let pages = last.saturating_sub(start).saturating_add(1);
+        self.add(
+            gpu_id,
+            KFD_SMI_EVENT_UNMAP_FROM_GPU,
+            &format!(
+                "{ns} -{} @{start:x}({pages:x}) {gpu_id:x} {trigger}\n",
+                std::process::id()
+            ),
+        );
+    }
+
     /// The reset of GPU `gpu_id` after its hardware scheduler found an engine hung: the
     /// pre-reset event with the next sequence number, then the post-reset event with the same
     /// (`kfd_smi_event_update_gpu_reset`, before and after `amdgpu_device_gpu_recover`).
@@ -144,6 +169,14 @@ impl SmiClients {
         self.add(gpu_id, KFD_SMI_EVENT_GPU_PRE_RESET, &fields);
         self.add(gpu_id, KFD_SMI_EVENT_GPU_POST_RESET, &fields);
     }
+}
+
+/// `ktime_get_boottime_ns`: the boot-time clock (`CLOCK_BOOTTIME`), ns.
+fn boottime_ns() -> i64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    t.tv_sec
+        .saturating_mul(1_000_000_000)
+        .saturating_add(t.tv_nsec)
 }
 
 /// SMI_EVENTS as `kfd_ioctl_smi_events` and `kfd_smi_event_open`: a new reader of GPU

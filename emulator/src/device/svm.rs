@@ -273,7 +273,8 @@ fn publish_windows(device: &Device, svm: &SvmRanges) {
 /// pages go with it, split at the span's ends (amdkfd's MMU notifier:
 /// `svm_range_cpu_invalidate_pagetables` on `MMU_NOTIFY_UNMAP` calls
 /// `svm_range_unmap_from_cpu`, which removes the unmapped part of each range). The GPUs
-/// reach those pages no more, and a buffer object may be allocated there again. Returns
+/// reach those pages no more, and a buffer object may be allocated there again; each GPU that
+/// had access to a removed piece is told through its SMI readers (`UNMAP_FROM_GPU`). Returns
 /// whether any range was over the span.
 pub(crate) fn cpu_unmapped(device: &Device, va: u64, size: u64) -> bool {
     let start = va / PAGE_BYTES;
@@ -287,9 +288,24 @@ pub(crate) fn cpu_unmapped(device: &Device, va: u64, size: u64) -> bool {
         svm.split_at(end);
     }
     let gone: Vec<u64> = svm.by_start.range(start..=last).map(|(&s, _)| s).collect();
+    let mut smi = lock(&device.smi);
     for s in gone {
-        svm.by_start.remove(&s);
+        if let Some(r) = svm.by_start.remove(&s) {
+            // svm_range_unmap_from_gpus: each GPU with access (or access in place) hears of
+            // the unmap, trigger KFD_SVM_UNMAP_TRIGGER_UNMAP_FROM_CPU.
+            let mut gpus = r.access.clone();
+            gpus.extend(r.access_in_place.iter().filter(|g| !r.access.contains(g)));
+            for g in gpus {
+                smi.unmap_from_gpu(
+                    g,
+                    s,
+                    r.last,
+                    super::smi::KFD_SVM_UNMAP_TRIGGER_UNMAP_FROM_CPU,
+                );
+            }
+        }
     }
+    drop(smi);
     publish_windows(device, &svm);
     true
 }
