@@ -146,52 +146,13 @@ fn chroot7() -> Option<PathBuf> {
 /// hsa-rt's library as the chroot sees it. Emptied by each run (once per test process).
 fn out_dir7() -> &'static Path {
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kfd-vs-rocr7");
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("lib")).unwrap();
-        std::os::unix::fs::symlink(
-            "/opt/hsa-rt/capi/libhsa_runtime64.so",
-            dir.join("lib/libhsa-runtime64.so.1"),
-        )
-        .unwrap();
-        dir
-    })
+    DIR.get_or_init(|| common::rocm7_out_dir("kfd-vs-rocr7"))
 }
 
-/// Runs `command` in the chroot (`scripts/rocm7-chroot.sh run`), with this repository at
-/// `/opt/hsa-rt/src`, kfd-emu's binary at `/opt/hsa-rt/kfd-emu`, the preloaded library at
-/// `/opt/hsa-rt/preload`, hsa-rt's library at `/opt/hsa-rt/capi` and [`out_dir7`] at
-/// `/opt/hsa-rt/out` (as `kfd-emu/tests/rocm7.rs` binds them).
+/// Runs `command` in the chroot with hsa-rt's library bound too, as `kfd-emu/tests/rocm7.rs`
+/// runs its programs ([`common::run_in_rocm7`]).
 fn run_in7(root: &Path, command: &[&str]) -> std::process::Output {
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let parent = |p: &Path| p.parent().unwrap().to_string_lossy().into_owned();
-    let binds = [
-        format!("{}:/opt/hsa-rt/src", crate_dir.parent().unwrap().display()),
-        format!(
-            "{}:/opt/hsa-rt/kfd-emu",
-            parent(Path::new(env!("CARGO_BIN_EXE_kfd-emu")))
-        ),
-        format!("{}:/opt/hsa-rt/preload", parent(&common::preload_library())),
-        format!("{}:/opt/hsa-rt/capi", parent(&common::capi_library())),
-        format!("{}:/opt/hsa-rt/out", out_dir7().display()),
-    ];
-    let mut cmd = Command::new("bash");
-    cmd.arg(crate_dir.join("../scripts/rocm7-chroot.sh"))
-        .args(["run", "--root"])
-        .arg(root);
-    for b in &binds {
-        cmd.args(["--bind", b]);
-    }
-    cmd.arg("--")
-        .args(command)
-        .env_remove("HSA_RT_SYSFS")
-        .env_remove("HSA_XNACK")
-        .env_remove("HSA_RT_EMULATION")
-        .env_remove("HSA_RT_KFD_RECORD")
-        .env_remove("LD_LIBRARY_PATH")
-        .env_remove("LD_PRELOAD");
-    cmd.output().expect("run scripts/rocm7-chroot.sh")
+    common::run_in_rocm7(root, out_dir7(), true, command)
 }
 
 const CODE_OBJECT7: &str = "/opt/hsa-rt/src/testdata/codeobjects/kernels-gfx90a-v5.hsaco";

@@ -71,17 +71,7 @@ fn chroot() -> Option<PathBuf> {
 /// /tmp was left behind by every run).
 fn out_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kfd-emu-rocm7");
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("lib")).unwrap();
-        std::os::unix::fs::symlink(
-            "/opt/hsa-rt/capi/libhsa_runtime64.so",
-            dir.join("lib/libhsa-runtime64.so.1"),
-        )
-        .unwrap();
-        dir
-    })
+    DIR.get_or_init(|| common::rocm7_out_dir("kfd-emu-rocm7"))
 }
 
 fn parent(p: &Path) -> String {
@@ -91,38 +81,7 @@ fn parent(p: &Path) -> String {
 /// Runs `command` in the chroot (see the module docs for what is bound where); `ours` binds
 /// hsa-rt's library too.
 fn run_in(root: &Path, command: &[&str], ours: bool) -> Output {
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let script = crate_dir.join("../scripts/rocm7-chroot.sh");
-    let src = crate_dir.parent().unwrap();
-    let mut binds = vec![
-        format!("{}:/opt/hsa-rt/src", src.display()),
-        format!(
-            "{}:/opt/hsa-rt/kfd-emu",
-            parent(Path::new(env!("CARGO_BIN_EXE_kfd-emu")))
-        ),
-        format!("{}:/opt/hsa-rt/preload", parent(&common::preload_library())),
-        // The same directory: cargo builds the model library beside the preloaded one.
-        format!("{}:/opt/hsa-rt/model", parent(&common::model_library())),
-        format!("{}:/opt/hsa-rt/out", out_dir().display()),
-    ];
-    if ours {
-        binds.push(format!(
-            "{}:/opt/hsa-rt/capi",
-            parent(&common::capi_library())
-        ));
-    }
-    let mut cmd = Command::new("bash");
-    cmd.arg(script).args(["run", "--root"]).arg(root);
-    for b in &binds {
-        cmd.args(["--bind", b]);
-    }
-    cmd.arg("--")
-        .args(command)
-        .env_remove("HSA_RT_SYSFS")
-        .env_remove("HSA_XNACK")
-        .env_remove("LD_LIBRARY_PATH")
-        .env_remove("LD_PRELOAD");
-    cmd.output().expect("run scripts/rocm7-chroot.sh")
+    common::run_in_rocm7(root, out_dir(), ours, command)
 }
 
 /// `kfd-emu OPTIONS -- COMMAND` in the chroot, on Debian's ROCR 7.2.4.
@@ -413,33 +372,19 @@ fn hip7_sections_through_the_model_interface() {
 #[test]
 fn rocfft7_real_to_complex_on_rocr7_both_ways_in() {
     let Some(root) = chroot() else { return };
-    let test = "/usr/libexec/rocm/librocfft0-tests/rocfft-test";
-    if !root.join(test.trim_start_matches('/')).exists() {
-        println!("skipped: {test} is not in the chroot");
-        return;
-    }
-    let filter = "--gtest_filter=pow2_1D/accuracy_test.vs_fftw/real_forward_len_32_*:\
-                  pow2_1D/accuracy_test.vs_fftw/real_forward_len_64_*:\
-                  pow2_1D/accuracy_test.vs_fftw/real_forward_len_128_*";
-    let command = [test, "--seed", "1", filter];
-    for (way, out) in [
-        (
-            "preload",
-            kfd_emu7(&root, &["--profile", "gfx942"], &command),
-        ),
-        ("model", kfd_emu7_model(&root, &command)),
-    ] {
-        let (stdout, stderr) = text(&out);
-        if way == "model" {
-            assert_model_run_ok(&out, way);
-        } else {
-            assert!(out.status.success(), "{way}: {stdout}\n{stderr}");
-        }
-        assert!(
-            stdout.contains("[  PASSED  ] 38 tests."),
-            "{way}: not the 38 tests passed:\n{stdout}\n{stderr}"
-        );
-    }
+    gtest7_both_ways_in_with(
+        &root,
+        &["--profile", "gfx942"],
+        "/usr/libexec/rocm/librocfft0-tests/rocfft-test",
+        &[
+            "--seed",
+            "1",
+            "--gtest_filter=pow2_1D/accuracy_test.vs_fftw/real_forward_len_32_*:\
+             pow2_1D/accuracy_test.vs_fftw/real_forward_len_64_*:\
+             pow2_1D/accuracy_test.vs_fftw/real_forward_len_128_*",
+        ],
+        38,
+    );
 }
 
 /// rocBLAS 7.2.4's own tests of three Tensile GEMMs (an MFMA SGEMM, a DGEMM, an HGEMM; the
@@ -448,29 +393,16 @@ fn rocfft7_real_to_complex_on_rocr7_both_ways_in() {
 #[test]
 fn rocblas7_tensile_gemms_on_rocr7_both_ways_in() {
     let Some(root) = chroot() else { return };
-    let test = "/usr/libexec/rocm/librocblas5-tests/rocblas-test";
-    if !root.join(test.trim_start_matches('/')).exists() {
-        println!("skipped: {test} is not in the chroot");
-        return;
-    }
-    let filter = "--gtest_filter=*quick_gemm_64_1_4_5_8_f32_r_NN_63_4_6_5_63_6_0_63*:\
-                  *quick_gemm_fortran_f64_r_NN_7_9_15_2_17_18_n1_19_F*:\
-                  *quick_gemm_small_f16_rf16_rf16_rf16_rf16_r_NN_8_2_2_1_8_8_1_8_8*";
-    for (way, out) in [
-        ("preload", kfd_emu7(&root, &[], &[test, filter])),
-        ("model", kfd_emu7_model(&root, &[test, filter])),
-    ] {
-        let (stdout, stderr) = text(&out);
-        if way == "model" {
-            assert_model_run_ok(&out, way);
-        } else {
-            assert!(out.status.success(), "{way}: {stdout}\n{stderr}");
-        }
-        assert!(
-            stdout.contains("[  PASSED  ] 3 tests."),
-            "{way}: not the 3 tests passed:\n{stdout}\n{stderr}"
-        );
-    }
+    gtest7_both_ways_in(
+        &root,
+        "/usr/libexec/rocm/librocblas5-tests/rocblas-test",
+        &[
+            "--gtest_filter=*quick_gemm_64_1_4_5_8_f32_r_NN_63_4_6_5_63_6_0_63*:\
+           *quick_gemm_fortran_f64_r_NN_7_9_15_2_17_18_n1_19_F*:\
+           *quick_gemm_small_f16_rf16_rf16_rf16_rf16_r_NN_8_2_2_1_8_8_1_8_8*",
+        ],
+        3,
+    );
 }
 
 /// Runs one of ROCm 7.2.4's gtest binaries (`test`, an absolute path in the chroot) with
@@ -478,6 +410,18 @@ fn rocblas7_tensile_gemms_on_rocr7_both_ways_in() {
 /// gfx90a and AMD's model interface on gfx942; each run must pass exactly `passed` tests.
 /// Says `skipped:` when the binary is not in the chroot.
 fn gtest7_both_ways_in(root: &Path, test: &str, args: &[&str], passed: usize) {
+    gtest7_both_ways_in_with(root, &[], test, args, passed);
+}
+
+/// [`gtest7_both_ways_in`] with kfd-emu `options` for the preloaded way (`--profile gfx942`
+/// runs it on the model's GPU too).
+fn gtest7_both_ways_in_with(
+    root: &Path,
+    options: &[&str],
+    test: &str,
+    args: &[&str],
+    passed: usize,
+) {
     if !root.join(test.trim_start_matches('/')).exists() {
         println!("skipped: {test} is not in the chroot");
         return;
@@ -485,7 +429,7 @@ fn gtest7_both_ways_in(root: &Path, test: &str, args: &[&str], passed: usize) {
     let mut command = vec![test];
     command.extend_from_slice(args);
     for (way, out) in [
-        ("preload", kfd_emu7(root, &[], &command)),
+        ("preload", kfd_emu7(root, options, &command)),
         ("model", kfd_emu7_model(root, &command)),
     ] {
         let (stdout, stderr) = text(&out);

@@ -141,3 +141,59 @@ pub fn kfd_emu_with(
     }
     Some(out)
 }
+
+/// A scratch directory under cargo's target tmpdir, `name`, emptied once per test process:
+/// `/opt/hsa-rt/out` inside the ROCm 7 chroot ([`run_in_rocm7`]). It holds
+/// `lib/libhsa-runtime64.so.1`, a link to hsa-rt's library as the chroot sees it
+/// (`/opt/hsa-rt/capi`).
+pub fn rocm7_out_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("lib")).unwrap();
+    std::os::unix::fs::symlink(
+        "/opt/hsa-rt/capi/libhsa_runtime64.so",
+        dir.join("lib/libhsa-runtime64.so.1"),
+    )
+    .unwrap();
+    dir
+}
+
+/// Runs `command` in the ROCm 7 chroot at `root` (`scripts/rocm7-chroot.sh run`), with this
+/// repository at `/opt/hsa-rt/src`, kfd-emu's binary at `/opt/hsa-rt/kfd-emu`, the preloaded
+/// library at `/opt/hsa-rt/preload`, the model library at `/opt/hsa-rt/model`, `out` at
+/// `/opt/hsa-rt/out` and, with `capi`, hsa-rt's library at `/opt/hsa-rt/capi`. The host's
+/// hsa-rt, kfd-emu and loader variables are not passed in.
+pub fn run_in_rocm7(root: &Path, out: &Path, capi: bool, command: &[&str]) -> Output {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let parent = |p: &Path| p.parent().unwrap().to_string_lossy().into_owned();
+    let mut binds = vec![
+        format!("{}:/opt/hsa-rt/src", crate_dir.parent().unwrap().display()),
+        format!(
+            "{}:/opt/hsa-rt/kfd-emu",
+            parent(Path::new(env!("CARGO_BIN_EXE_kfd-emu")))
+        ),
+        format!("{}:/opt/hsa-rt/preload", parent(&preload_library())),
+        // The same directory: cargo builds the model library beside the preloaded one.
+        format!("{}:/opt/hsa-rt/model", parent(&model_library())),
+        format!("{}:/opt/hsa-rt/out", out.display()),
+    ];
+    if capi {
+        binds.push(format!("{}:/opt/hsa-rt/capi", parent(&capi_library())));
+    }
+    let mut cmd = Command::new("bash");
+    cmd.arg(crate_dir.join("../scripts/rocm7-chroot.sh"))
+        .args(["run", "--root"])
+        .arg(root);
+    for b in &binds {
+        cmd.args(["--bind", b]);
+    }
+    cmd.arg("--")
+        .args(command)
+        .env_remove("HSA_RT_SYSFS")
+        .env_remove("HSA_XNACK")
+        .env_remove("HSA_RT_EMULATION")
+        .env_remove("HSA_RT_KFD_RECORD")
+        .env_remove("LD_LIBRARY_PATH")
+        .env_remove("LD_PRELOAD");
+    cmd.output().expect("run scripts/rocm7-chroot.sh")
+}
