@@ -19,6 +19,8 @@
 //!   `version` (the emulated amdkfd's interface version, 1.17);
 //! - a fixture `/sys/class/drm` with each GPU's `renderD<minor>/device/ip_discovery` tree
 //!   (GC, SDMA0 and NBIF versions, which tinygrad reads; `sysfs::write_ip_discovery`);
+//! - each GPU as a PCI function in `/sys/bus/pci/devices`, beside the host's devices (hwloc
+//!   looks a GPU up there by the bus id ROCR reports; `sysfs::write_pci_devices`);
 //! - any root: `/` need not be a mount point (a chroot into a plain directory), as long as
 //!   `/proc` and `/sys` are mounts inside it;
 //! - `libkfd_emu_preload.so` preloaded (found beside this binary, or at `$KFD_EMU_PRELOAD`),
@@ -276,6 +278,12 @@ fn run(o: Options) -> Result<std::io::Error, String> {
     std::fs::write(&cpuinfo, sysfs::cpuinfo(&topology, processors))
         .map_err(|e| format!("{}: {e}", cpuinfo.display()))?;
     namespace::bind_file(&cpuinfo, "/proc/cpuinfo")?;
+    sysfs::write_pci_devices(
+        &topology,
+        &namespace::make_pci_devices_dir()?,
+        &helpers.join("pci"),
+        &sysfs::cpu_mask(processors),
+    )?;
     if namespace::hide_dir("/sys/devices/system/node")? {
         sysfs::write_cpu_caches(&topology, Path::new("/sys/devices/system/node"))?;
     }

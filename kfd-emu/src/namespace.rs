@@ -1,7 +1,8 @@
 //! The private mount namespace the command runs in: the KFD sysfs topology at
 //! `/sys/devices/virtual/kfd/kfd/topology`, amdgpu's `/sys/module/amdgpu`, the render nodes'
-//! `ip_discovery` trees under a fixture `/sys/class/drm`, a fixture `/proc/cpuinfo`, a fixture `/sys/devices/system/node` (libhsakmt reads CPU caches there)
-//! and a directory of helper programs (`lsmod`).
+//! `ip_discovery` trees under a fixture `/sys/class/drm`, a fixture `/proc/cpuinfo`, a fixture `/sys/devices/system/node` (libhsakmt reads CPU caches there),
+//! the emulated GPUs' PCI functions among the host's in `/sys/bus/pci/devices` (hwloc looks
+//! a GPU up there by its bus id) and a directory of helper programs (`lsmod`).
 //!
 //! Root gets a new mount namespace (`unshare(CLONE_NEWNS)`); anyone else a new user
 //! namespace too, in which their uid and gid map to themselves. Nothing outside the
@@ -23,6 +24,8 @@ pub const TOPOLOGY_ROOT: &str = "/sys/devices/virtual/kfd/kfd/topology";
 pub const MODULE_DIR: &str = "/sys/module/amdgpu";
 /// DRM's device class, where tinygrad reads `renderD<minor>/device/ip_discovery`.
 pub const DRM_CLASS_DIR: &str = "/sys/class/drm";
+/// PCI's device list, where hwloc (and lspci) look a GPU up by its bus id.
+pub const PCI_DEVICES_DIR: &str = "/sys/bus/pci/devices";
 /// The directory (in the namespace's tmpfs) of helper programs and fixtures.
 pub const HELPER_DIR: &str = "/sys/devices/virtual/kfd/kfd-emu";
 
@@ -226,6 +229,57 @@ fn cover(dir: &str) -> Result<(), String> {
             .map_err(|e| format!("binding {} back: {e}", to.display()))?;
     }
     Ok(())
+}
+
+/// Makes [`PCI_DEVICES_DIR`] writable with the host's devices still listed: a tmpfs over it
+/// with each entry made again (its symbolic link to the device under `/sys/devices`, with the
+/// same target; a directory bound back in place). Where the host has no PCI bus
+/// (`/sys/bus/pci` absent), the directory is made the way [`make_topology_dir`] makes its
+/// own. The emulated GPUs' functions are then linked in beside the host's
+/// (`sysfs::write_pci_devices`).
+///
+/// # Errors
+/// The entry, mount or directory that failed.
+pub fn make_pci_devices_dir() -> Result<PathBuf, String> {
+    let dir = Path::new(PCI_DEVICES_DIR);
+    if !dir.is_dir() {
+        if !Path::new("/sys/bus/pci").is_dir() {
+            cover("/sys/bus/pci")?;
+            std::fs::create_dir_all("/sys/bus/pci").map_err(|e| format!("/sys/bus/pci: {e}"))?;
+        }
+        cover(PCI_DEVICES_DIR)?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{PCI_DEVICES_DIR}: {e}"))?;
+        return Ok(dir.to_path_buf());
+    }
+    let old = rustix::fs::open(dir, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
+        .map_err(|e| format!("{PCI_DEVICES_DIR}: {e}"))?;
+    let mut entries = Vec::new();
+    for e in std::fs::read_dir(dir)
+        .map_err(|e| format!("{PCI_DEVICES_DIR}: {e}"))?
+        .flatten()
+    {
+        let link = std::fs::read_link(e.path()).ok();
+        entries.push((e.file_name(), link));
+    }
+    tmpfs(PCI_DEVICES_DIR)?;
+    for (name, link) in entries {
+        let to = dir.join(&name);
+        match link {
+            Some(target) => std::os::unix::fs::symlink(&target, &to)
+                .map_err(|e| format!("{}: {e}", to.display()))?,
+            None => {
+                std::fs::create_dir(&to).map_err(|e| format!("{}: {e}", to.display()))?;
+                let from = format!(
+                    "/proc/self/fd/{}/{}",
+                    old.as_raw_fd(),
+                    name.to_string_lossy()
+                );
+                mount_bind_recursive(from.as_str(), &to)
+                    .map_err(|e| format!("binding {} back: {e}", to.display()))?;
+            }
+        }
+    }
+    Ok(dir.to_path_buf())
 }
 
 /// A `/dev/kfd` that opens read-write, for `--model`: rocminfo 7.2.4 refuses to start when

@@ -232,6 +232,129 @@ pub fn write_ip_discovery(topology: &Topology, drm_class: &Path) -> Result<(), S
     Ok(())
 }
 
+/// The PCI class code (base class, subclass, programming interface: 24 bits) of an emulated
+/// GPU's function: 0x038000 (display controller, other) for the Instinct-only targets (gfx908,
+/// gfx90a, gfx94x, gfx950: no display engine, as `lspci -n` shows an MI100/MI210/MI300), else
+/// 0x030000 (VGA-compatible controller).
+pub fn pci_class(gfx_target_version: u32) -> u32 {
+    match gfx_target_version {
+        90008 | 90010 | 90400..=90402 | 90500 => 0x03_8000,
+        _ => 0x03_0000,
+    }
+}
+
+/// The PCI name `DDDD:BB:DD.F` of a GPU with KFD's `domain` and `location_id` (amdkfd's
+/// `PCI_DEVID(bus, devfn)`: bus in bits 15:8, device in 7:3, function in 2:0).
+pub fn pci_name(domain: u32, location_id: u32) -> String {
+    format!(
+        "{domain:04x}:{:02x}:{:02x}.{:x}",
+        (location_id >> 8) & 0xff,
+        (location_id >> 3) & 0x1f,
+        location_id & 7
+    )
+}
+
+/// The first 256 bytes of a GPU function's configuration space (PCI Local Bus 3.0 §6.1, type 0
+/// header): vendor and device id, memory space and bus master enabled, the revision, the class
+/// code, and the subsystem ids; no capability list.
+pub fn pci_config(vendor: u16, device: u16, revision: u8, class: u32) -> [u8; 256] {
+    let mut c = [0u8; 256];
+    c[0..2].copy_from_slice(&vendor.to_le_bytes());
+    c[2..4].copy_from_slice(&device.to_le_bytes());
+    c[4..6].copy_from_slice(&0x0006u16.to_le_bytes());
+    c[8] = revision;
+    c[9..12].copy_from_slice(&class.to_le_bytes()[..3]);
+    c[0x2c..0x2e].copy_from_slice(&vendor.to_le_bytes());
+    c[0x2e..0x30].copy_from_slice(&device.to_le_bytes());
+    c
+}
+
+/// Writes each GPU of `topology` as a PCI function, the files of `/sys/bus/pci/devices/<name>`
+/// that hwloc and lspci read (`config`, `vendor`, `device`, `class`, `revision`,
+/// `subsystem_vendor`, `subsystem_device`, `numa_node`, `local_cpus`), in a directory of
+/// `store` named as [`pci_name`], and links it from `devices` (the fixture over
+/// `/sys/bus/pci/devices`). So a client that looks the GPU up by the bus id ROCR reports
+/// (`HSA_AMD_AGENT_INFO_BDFID` and `_DOMAIN`: rocrtst's copy benchmarks ask hwloc) finds a
+/// device. Values: the node's `vendor_id` and `device_id`, the revision amdgpu would report
+/// ([`device_info`](hsa_emu::device::drm::device_info)), [`pci_class`], the subsystem ids equal
+/// to the vendor and device ids (KFD's topology does not carry them), `numa_node` 0 and
+/// `local_cpus` the given mask (sysfs's comma-separated 32-bit hex groups). A bus id shared by
+/// two nodes (partitions of one device) is written once. Returns the names written.
+///
+/// # Errors
+/// The path that could not be written.
+pub fn write_pci_devices(
+    topology: &Topology,
+    devices: &Path,
+    store: &Path,
+    local_cpus: &str,
+) -> Result<Vec<String>, String> {
+    let put = |path: &Path, bytes: &[u8]| {
+        std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let mut names = Vec::new();
+    for node in &topology.nodes {
+        let p = &node.properties;
+        if p.simd_count == 0 {
+            continue;
+        }
+        let name = pci_name(p.domain, p.location_id);
+        if names.contains(&name) {
+            continue;
+        }
+        let dir = store.join(&name);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let (vendor, device) = (p.vendor_id as u16, p.device_id as u16);
+        let revision = hsa_emu::device::drm::device_info(node).pci_rev as u8;
+        let class = pci_class(p.gfx_target_version);
+        put(
+            &dir.join("config"),
+            &pci_config(vendor, device, revision, class),
+        )?;
+        put(&dir.join("vendor"), format!("{vendor:#06x}\n").as_bytes())?;
+        put(&dir.join("device"), format!("{device:#06x}\n").as_bytes())?;
+        put(
+            &dir.join("subsystem_vendor"),
+            format!("{vendor:#06x}\n").as_bytes(),
+        )?;
+        put(
+            &dir.join("subsystem_device"),
+            format!("{device:#06x}\n").as_bytes(),
+        )?;
+        put(&dir.join("class"), format!("{class:#08x}\n").as_bytes())?;
+        put(
+            &dir.join("revision"),
+            format!("{revision:#04x}\n").as_bytes(),
+        )?;
+        put(&dir.join("numa_node"), b"0\n")?;
+        put(
+            &dir.join("local_cpus"),
+            format!("{local_cpus}\n").as_bytes(),
+        )?;
+        let link = devices.join(&name);
+        // A host device with the same bus id is hidden by the emulated one.
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&dir, &link).map_err(|e| format!("{}: {e}", link.display()))?;
+        names.push(name);
+    }
+    Ok(names)
+}
+
+/// sysfs's CPU mask text (`local_cpus`, `cpumap`: 32-bit hex groups, most significant first,
+/// comma-separated) of CPUs `0..cpus`.
+pub fn cpu_mask(cpus: usize) -> String {
+    let groups = cpus.div_ceil(32).max(1);
+    (0..groups)
+        .rev()
+        .map(|g| {
+            let n = cpus.saturating_sub(g * 32).min(32);
+            let bits = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+            format!("{bits:08x}")
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// The raw `heap_type` of a [`HeapType`] (`HSA_HEAPTYPE_*`).
 fn heap_type_raw(h: HeapType) -> u32 {
     match h {
@@ -456,6 +579,78 @@ mod tests {
     /// (amdgpu_discovery.c: the MI300 blocks' drivers, Aldebaran's table), each file the
     /// decimal and a newline as `sysfs_emit("%d\n")` writes it; the other files of an
     /// instance, the name links; the RDNA profiles GC and SDMA0 only.
+    #[test]
+    fn cpu_masks_in_sysfs_groups() {
+        assert_eq!(cpu_mask(1), "00000001");
+        assert_eq!(cpu_mask(2), "00000003");
+        assert_eq!(cpu_mask(32), "ffffffff");
+        assert_eq!(cpu_mask(33), "00000001,ffffffff");
+        assert_eq!(cpu_mask(72), "000000ff,ffffffff,ffffffff");
+    }
+
+    #[test]
+    fn pci_function_of_each_gpu() {
+        // gfx90a (MI210): bus id 0x4300 in domain 0 is 0000:43:00.0, device 0x740f rev 2.
+        let d = tmp("pci-90a");
+        let (devices, store) = (d.join("bus/pci/devices"), d.join("store"));
+        std::fs::create_dir_all(&devices).unwrap();
+        let names = write_pci_devices(&builtin_topology(), &devices, &store, "00000003").unwrap();
+        assert_eq!(names, ["0000:43:00.0"]);
+        let f = devices.join("0000:43:00.0");
+        let read = |n: &str| std::fs::read_to_string(f.join(n)).unwrap();
+        assert_eq!(read("vendor"), "0x1002\n");
+        assert_eq!(read("device"), "0x740f\n");
+        assert_eq!(read("class"), "0x038000\n");
+        assert_eq!(read("revision"), "0x02\n");
+        assert_eq!(read("local_cpus"), "00000003\n");
+        let config = std::fs::read(f.join("config")).unwrap();
+        assert_eq!(config.len(), 256);
+        // Vendor, device, command; revision and class; subsystem ids (PCI 3.0 type 0 header).
+        assert_eq!(config[..6], [0x02, 0x10, 0x0f, 0x74, 0x06, 0x00]);
+        assert_eq!(config[8..12], [0x02, 0x00, 0x80, 0x03]);
+        assert_eq!(config[0x2c..0x30], [0x02, 0x10, 0x0f, 0x74]);
+        // lspci (libpci's sysfs access, reading the tree as it reads /sys) names the same
+        // function; an independent reader of the config space and the text files.
+        match std::process::Command::new("lspci")
+            .arg("-O")
+            .arg(format!("sysfs.path={}", d.join("bus/pci").display()))
+            .args(["-n", "-s", "43:00.0"])
+            .output()
+        {
+            Ok(o) => assert_eq!(
+                String::from_utf8_lossy(&o.stdout),
+                "43:00.0 0380: 1002:740f (rev 02)\n",
+                "{}",
+                String::from_utf8_lossy(&o.stderr)
+            ),
+            Err(e) => println!("skipped: lspci (pciutils) is not installed: {e}"),
+        }
+        let _ = std::fs::remove_dir_all(&d);
+
+        // The MI210 capture's eight GPUs: eight functions, their buses from location_id.
+        let Some(roots) = hsa_test_support::shared::topology_dumps() else {
+            return;
+        };
+        let Some(mi210) = roots.iter().find(|r| r.to_string_lossy().contains("mi210")) else {
+            return;
+        };
+        let mut t = Topology::read(mi210).unwrap();
+        complete_capture(&mut t);
+        let d = tmp("pci-mi210");
+        let (devices, store) = (d.join("devices"), d.join("store"));
+        std::fs::create_dir_all(&devices).unwrap();
+        let names = write_pci_devices(&t, &devices, &store, "ffffffff").unwrap();
+        let want: Vec<String> = t
+            .nodes
+            .iter()
+            .filter(|n| n.properties.simd_count != 0)
+            .map(|n| pci_name(n.properties.domain, n.properties.location_id))
+            .collect();
+        assert_eq!(names, want);
+        assert_eq!(names.len(), 8);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
     #[test]
     fn ip_discovery_tree_of_each_profile() {
         let s = |a: [&str; 3]| a.map(String::from);
