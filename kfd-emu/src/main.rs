@@ -272,6 +272,7 @@ fn run(o: Options) -> Result<std::io::Error, String> {
         ),
     )?;
     sysfs::write_ip_discovery(&topology, &namespace::make_drm_class_dir()?)?;
+    namespace::make_kfd_class_link()?;
     let helpers = Path::new(namespace::HELPER_DIR);
     let processors = std::thread::available_parallelism().map_or(1, |n| n.get());
     let cpuinfo = helpers.join("cpuinfo");

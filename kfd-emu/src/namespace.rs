@@ -196,6 +196,30 @@ pub fn make_drm_class_dir() -> Result<PathBuf, String> {
     Ok(PathBuf::from(DRM_CLASS_DIR))
 }
 
+/// `/sys/class/kfd`, the device class amdkfd registers its character device in.
+pub const KFD_CLASS_DIR: &str = "/sys/class/kfd";
+
+/// Makes `/sys/class/kfd/kfd` the link to the KFD device directory that amdkfd's class
+/// registration makes (`../../devices/virtual/kfd/kfd`), where rocm-smi and amd-smi list
+/// the topology (`/sys/class/kfd/kfd/topology/nodes`). A host's own `/sys/class/kfd` is
+/// hidden; where there is none, it is made the way [`make_topology_dir`] makes its own.
+/// Call after [`make_drm_class_dir`]: both may cover `/sys/class`.
+///
+/// # Errors
+/// The mount, directory or link that failed.
+pub fn make_kfd_class_link() -> Result<(), String> {
+    let dir = Path::new(KFD_CLASS_DIR);
+    if dir.is_dir() {
+        tmpfs(KFD_CLASS_DIR)?;
+    } else if std::fs::create_dir(dir).is_err() {
+        cover(KFD_CLASS_DIR)?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{KFD_CLASS_DIR}: {e}"))?;
+    }
+    let link = dir.join("kfd");
+    std::os::unix::fs::symlink("../../devices/virtual/kfd/kfd", &link)
+        .map_err(|e| format!("{}: {e}", link.display()))
+}
+
 /// A writable, empty `dir` in the namespace: a tmpfs over it when it exists; else a tmpfs
 /// over its parent (which must exist) with each of the parent's subdirectories bound back
 /// in place, so that `dir` can then be made in the tmpfs.

@@ -38,3 +38,54 @@ fn ip_discovery_versions_in_the_namespace() {
         "11: 9.4.2\n42: 4.4.0\n108: 7.4.4\n"
     );
 }
+
+/// The rest of the sysfs a program under kfd-emu sees about its GPU: the PCI function in
+/// `/sys/bus/pci/devices` beside the host's own devices (hwloc looks the GPU up there by the
+/// bus id ROCR reports; lspci, reading the same tree, names it), and `/sys/class/kfd/kfd`,
+/// the class link to the KFD device directory, through which rocm-smi lists the topology.
+#[test]
+fn pci_function_and_kfd_class_link_in_the_namespace() {
+    let host: Vec<String> = std::fs::read_dir("/sys/bus/pci/devices")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let out = Command::new(env!("CARGO_BIN_EXE_kfd-emu"))
+        .args(["--profile", "gfx90a", "--", "sh", "-c"])
+        .arg(
+            "ls /sys/bus/pci/devices; \
+             echo class $(cat /sys/bus/pci/devices/0000:43:00.0/class); \
+             echo gpu $(cat /sys/class/kfd/kfd/topology/nodes/1/gpu_id); \
+             echo link $(readlink /sys/class/kfd/kfd); \
+             lspci -n -s 43:00.0 || echo no lspci",
+        )
+        .env("KFD_EMU_PRELOAD", common::preload_library())
+        .env_remove("HSA_RT_SYSFS")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // Every host device is still listed, and the GPU's function beside them.
+    for h in &host {
+        assert!(lines.contains(&h.as_str()), "{h} missing: {text}");
+    }
+    assert!(lines.contains(&"0000:43:00.0"), "{text}");
+    assert!(lines.contains(&"class 0x038000"), "{text}");
+    // The built-in profile's GPU node has gpu_id 4660 (0x1234), as the topology says.
+    assert!(lines.contains(&"gpu 4660"), "{text}");
+    assert!(
+        lines.contains(&"link ../../devices/virtual/kfd/kfd"),
+        "{text}"
+    );
+    if lines.contains(&"no lspci") {
+        println!("skipped: lspci (pciutils) is not installed; the files are checked above");
+    } else {
+        assert!(
+            lines.contains(&"43:00.0 0380: 1002:740f (rev 02)"),
+            "{text}"
+        );
+    }
+}
