@@ -20,7 +20,10 @@
 //! - a fixture `/sys/class/drm` with each GPU's `renderD<minor>/device/ip_discovery` tree
 //!   (GC, SDMA0 and NBIF versions, which tinygrad reads; `sysfs::write_ip_discovery`);
 //! - each GPU as a PCI function in `/sys/bus/pci/devices`, beside the host's devices (hwloc
-//!   looks a GPU up there by the bus id ROCR reports; `sysfs::write_pci_devices`);
+//!   looks a GPU up there by the bus id ROCR reports; `sysfs::write_pci_devices`), with its
+//!   DRM nodes (`drm/renderD<minor>`, `drm/card<N>`) linked from `/sys/class/drm` and
+//!   `/sys/dev/char/226:<minor>` (`sysfs::write_drm_nodes`; the preloaded library answers
+//!   `fstat` of a render node as that character device);
 //! - any root: `/` need not be a mount point (a chroot into a plain directory), as long as
 //!   `/proc` and `/sys` are mounts inside it;
 //! - `libkfd_emu_preload.so` preloaded (found beside this binary, or at `$KFD_EMU_PRELOAD`),
@@ -271,20 +274,28 @@ fn run(o: Options) -> Result<std::io::Error, String> {
             hsa_emu::device::EMULATED_KFD_MINOR_VERSION,
         ),
     )?;
-    sysfs::write_ip_discovery(&topology, &namespace::make_drm_class_dir()?)?;
-    namespace::make_kfd_class_link()?;
     let helpers = Path::new(namespace::HELPER_DIR);
     let processors = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pci = helpers.join("pci");
+    sysfs::write_pci_devices(
+        &topology,
+        &namespace::make_pci_devices_dir()?,
+        &pci,
+        &sysfs::cpu_mask(processors),
+    )?;
+    let drm_class = namespace::make_drm_class_dir()?;
+    sysfs::write_drm_nodes(
+        &topology,
+        &pci,
+        &drm_class,
+        &namespace::make_dev_char_dir()?,
+    )?;
+    sysfs::write_ip_discovery(&topology, &drm_class)?;
+    namespace::make_kfd_class_link()?;
     let cpuinfo = helpers.join("cpuinfo");
     std::fs::write(&cpuinfo, sysfs::cpuinfo(&topology, processors))
         .map_err(|e| format!("{}: {e}", cpuinfo.display()))?;
     namespace::bind_file(&cpuinfo, "/proc/cpuinfo")?;
-    sysfs::write_pci_devices(
-        &topology,
-        &namespace::make_pci_devices_dir()?,
-        &helpers.join("pci"),
-        &sysfs::cpu_mask(processors),
-    )?;
     if namespace::hide_dir("/sys/devices/system/node")? {
         sysfs::write_cpu_caches(&topology, Path::new("/sys/devices/system/node"))?;
     }

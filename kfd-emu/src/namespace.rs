@@ -26,6 +26,9 @@ pub const MODULE_DIR: &str = "/sys/module/amdgpu";
 pub const DRM_CLASS_DIR: &str = "/sys/class/drm";
 /// PCI's device list, where hwloc (and lspci) look a GPU up by its bus id.
 pub const PCI_DEVICES_DIR: &str = "/sys/bus/pci/devices";
+/// The character devices by number, where libdrm goes from a descriptor's `st_rdev` to its
+/// device (`/sys/dev/char/226:<minor>`).
+pub const DEV_CHAR_DIR: &str = "/sys/dev/char";
 /// The directory (in the namespace's tmpfs) of helper programs and fixtures.
 pub const HELPER_DIR: &str = "/sys/devices/virtual/kfd/kfd-emu";
 
@@ -255,37 +258,56 @@ fn cover(dir: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Makes [`PCI_DEVICES_DIR`] writable with the host's devices still listed: a tmpfs over it
-/// with each entry made again (its symbolic link to the device under `/sys/devices`, with the
-/// same target; a directory bound back in place). Where the host has no PCI bus
-/// (`/sys/bus/pci` absent), the directory is made the way [`make_topology_dir`] makes its
-/// own. The emulated GPUs' functions are then linked in beside the host's
+/// Makes [`PCI_DEVICES_DIR`] writable with the host's devices still listed
+/// ([`relinked`]). The emulated GPUs' functions are then linked in beside the host's
 /// (`sysfs::write_pci_devices`).
 ///
 /// # Errors
 /// The entry, mount or directory that failed.
 pub fn make_pci_devices_dir() -> Result<PathBuf, String> {
-    let dir = Path::new(PCI_DEVICES_DIR);
+    relinked(PCI_DEVICES_DIR)
+}
+
+/// Makes [`DEV_CHAR_DIR`] writable with the host's devices still listed ([`relinked`]); the
+/// emulated GPUs' DRM nodes are then linked in as `226:<minor>` (`sysfs::write_drm_nodes`).
+///
+/// # Errors
+/// The entry, mount or directory that failed.
+pub fn make_dev_char_dir() -> Result<PathBuf, String> {
+    relinked(DEV_CHAR_DIR)
+}
+
+/// A sysfs directory of links made writable with its entries kept: a tmpfs over it with each
+/// entry made again (a symbolic link with the same target, which resolves as before since
+/// the path is the same; a directory bound back in place). Where the directory is absent,
+/// it is made the way [`make_topology_dir`] makes its own (its parent, and the parent's
+/// parent if need be, covered).
+fn relinked(path: &str) -> Result<PathBuf, String> {
+    let dir = Path::new(path);
     if !dir.is_dir() {
-        if !Path::new("/sys/bus/pci").is_dir() {
-            cover("/sys/bus/pci")?;
-            std::fs::create_dir_all("/sys/bus/pci").map_err(|e| format!("/sys/bus/pci: {e}"))?;
+        let parent = dir
+            .parent()
+            .and_then(Path::to_str)
+            .ok_or_else(|| format!("{path} has no parent"))?;
+        if !Path::new(parent).is_dir() {
+            cover(parent)?;
+            std::fs::create_dir_all(parent).map_err(|e| format!("{parent}: {e}"))?;
         }
-        cover(PCI_DEVICES_DIR)?;
-        std::fs::create_dir_all(dir).map_err(|e| format!("{PCI_DEVICES_DIR}: {e}"))?;
+        cover(path)?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{path}: {e}"))?;
         return Ok(dir.to_path_buf());
     }
     let old = rustix::fs::open(dir, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
-        .map_err(|e| format!("{PCI_DEVICES_DIR}: {e}"))?;
+        .map_err(|e| format!("{path}: {e}"))?;
     let mut entries = Vec::new();
     for e in std::fs::read_dir(dir)
-        .map_err(|e| format!("{PCI_DEVICES_DIR}: {e}"))?
+        .map_err(|e| format!("{path}: {e}"))?
         .flatten()
     {
         let link = std::fs::read_link(e.path()).ok();
         entries.push((e.file_name(), link));
     }
-    tmpfs(PCI_DEVICES_DIR)?;
+    tmpfs(path)?;
     for (name, link) in entries {
         let to = dir.join(&name);
         match link {

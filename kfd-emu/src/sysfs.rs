@@ -340,6 +340,59 @@ pub fn write_pci_devices(
     Ok(names)
 }
 
+/// Writes each GPU's DRM nodes under its PCI function in `store` (made by
+/// [`write_pci_devices`]) as amdgpu's sysfs has them: `drm/renderD<minor>` and
+/// `drm/card<minor - 128>`, each with its `dev` (`226:<minor>`, DRM's major) and `device`
+/// (the link back to the function), linked from `drm_class` (the fixture over
+/// `/sys/class/drm`) and from `dev_char` (the fixture over `/sys/dev/char`, as
+/// `226:<minor>`). libdrm resolves a render node's descriptor through them
+/// (`/sys/dev/char/226:<minor>/device/drm`, whose `card*` entry names the device), so two
+/// GPUs are two devices to it; tinygrad and ROCR read `/sys/class/drm/renderD<minor>/device`.
+/// A node without a render minor gets none; a minor shared by two nodes (partitions of one
+/// device) is written once. Call before [`write_ip_discovery`], which then writes into the
+/// function's directory through these links.
+///
+/// # Errors
+/// The path that could not be written.
+pub fn write_drm_nodes(
+    topology: &Topology,
+    store: &Path,
+    drm_class: &Path,
+    dev_char: &Path,
+) -> Result<(), String> {
+    let err = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+    for node in &topology.nodes {
+        let p = &node.properties;
+        if p.simd_count == 0 || p.drm_render_minor < 128 {
+            continue;
+        }
+        let function = store.join(pci_name(p.domain, p.location_id));
+        let minor = p.drm_render_minor as u32;
+        for (name, number) in [
+            (format!("renderD{minor}"), minor),
+            (format!("card{}", minor - 128), minor - 128),
+        ] {
+            let node_dir = function.join("drm").join(&name);
+            if node_dir.exists() {
+                continue;
+            }
+            std::fs::create_dir_all(&node_dir).map_err(|e| err(&node_dir, e))?;
+            let dev = node_dir.join("dev");
+            std::fs::write(&dev, format!("226:{number}\n")).map_err(|e| err(&dev, e))?;
+            let device = node_dir.join("device");
+            std::os::unix::fs::symlink("../..", &device).map_err(|e| err(&device, e))?;
+            for link in [
+                drm_class.join(&name),
+                dev_char.join(format!("226:{number}")),
+            ] {
+                let _ = std::fs::remove_file(&link);
+                std::os::unix::fs::symlink(&node_dir, &link).map_err(|e| err(&link, e))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// sysfs's CPU mask text (`local_cpus`, `cpumap`: 32-bit hex groups, most significant first,
 /// comma-separated) of CPUs `0..cpus`.
 pub fn cpu_mask(cpus: usize) -> String {
@@ -648,6 +701,37 @@ mod tests {
             .collect();
         assert_eq!(names, want);
         assert_eq!(names.len(), 8);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn drm_nodes_under_each_pci_function() {
+        let d = tmp("drm-nodes");
+        let (devices, store) = (d.join("devices"), d.join("store"));
+        let (class, chars) = (d.join("class"), d.join("char"));
+        for dir in [&devices, &class, &chars] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let t = builtin_topology();
+        write_pci_devices(&t, &devices, &store, "00000003").unwrap();
+        write_drm_nodes(&t, &store, &class, &chars).unwrap();
+        write_ip_discovery(&t, &class).unwrap();
+        let read = |p: std::path::PathBuf| std::fs::read_to_string(p).unwrap();
+        // libdrm's way from a render node's st_rdev to its device: /sys/dev/char/226:128's
+        // device/drm lists the primary node card0.
+        let mut drm: Vec<_> = std::fs::read_dir(chars.join("226:128/device/drm"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        drm.sort();
+        assert_eq!(drm, ["card0", "renderD128"]);
+        assert_eq!(read(chars.join("226:128/dev")), "226:128\n");
+        assert_eq!(read(chars.join("226:0/dev")), "226:0\n");
+        // The class links reach the same PCI function, where the IP discovery tree now is.
+        assert_eq!(read(class.join("renderD128/device/vendor")), "0x1002\n");
+        assert_eq!(read(class.join("card0/device/device")), "0x740f\n");
+        let gc = store.join("0000:43:00.0/ip_discovery/die/0/11/0/major");
+        assert_eq!(read(gc), "9\n");
         let _ = std::fs::remove_dir_all(&d);
     }
 

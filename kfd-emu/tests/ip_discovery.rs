@@ -42,7 +42,9 @@ fn ip_discovery_versions_in_the_namespace() {
 /// The rest of the sysfs a program under kfd-emu sees about its GPU: the PCI function in
 /// `/sys/bus/pci/devices` beside the host's own devices (hwloc looks the GPU up there by the
 /// bus id ROCR reports; lspci, reading the same tree, names it), and `/sys/class/kfd/kfd`,
-/// the class link to the KFD device directory, through which rocm-smi lists the topology.
+/// the class link to the KFD device directory, through which rocm-smi lists the topology;
+/// a render node's descriptor is the character device 226:128, which `/sys/dev/char` leads
+/// back to the GPU's function (libdrm tells GPUs apart that way).
 #[test]
 fn pci_function_and_kfd_class_link_in_the_namespace() {
     let host: Vec<String> = std::fs::read_dir("/sys/bus/pci/devices")
@@ -59,7 +61,11 @@ fn pci_function_and_kfd_class_link_in_the_namespace() {
              echo class $(cat /sys/bus/pci/devices/0000:43:00.0/class); \
              echo gpu $(cat /sys/class/kfd/kfd/topology/nodes/1/gpu_id); \
              echo link $(readlink /sys/class/kfd/kfd); \
-             lspci -n -s 43:00.0 || echo no lspci",
+             echo drm $(ls /sys/dev/char/226:128/device/drm); \
+             lspci -n -s 43:00.0 || echo no lspci; \
+             python3 -c 'import os; s = os.fstat(os.open(\"/dev/dri/renderD128\", os.O_RDWR)); \
+             print(\"rdev\", oct(s.st_mode & 0o170000), os.major(s.st_rdev), os.minor(s.st_rdev))' \
+             || echo no python3",
         )
         .env("KFD_EMU_PRELOAD", common::preload_library())
         .env_remove("HSA_RT_SYSFS")
@@ -80,6 +86,14 @@ fn pci_function_and_kfd_class_link_in_the_namespace() {
         lines.contains(&"link ../../devices/virtual/kfd/kfd"),
         "{text}"
     );
+    // libdrm's way from the descriptor to the device: fstat's st_rdev, then
+    // /sys/dev/char/226:<minor>/device/drm.
+    assert!(lines.contains(&"drm card0 renderD128"), "{text}");
+    if lines.contains(&"no python3") {
+        println!("skipped: python3 is not installed (the render node's fstat)");
+    } else {
+        assert!(lines.contains(&"rdev 0o20000 226 128"), "{text}");
+    }
     if lines.contains(&"no lspci") {
         println!("skipped: lspci (pciutils) is not installed; the files are checked above");
     } else {

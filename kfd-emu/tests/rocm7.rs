@@ -1028,3 +1028,70 @@ fn rocminfo7_on_ours_under_kfd_emu() {
         "{stdout}"
     );
 }
+
+/// RCCL 7.2.4 on ROCR 7.2.4 under kfd-emu emulating the captured MI210 machine (eight GPUs,
+/// two xGMI hives of four, PCIe between them): `capi/hip/rccl_allreduce.hip`, one
+/// communicator per GPU in one process, an in-place float sum all-reduce checked element by
+/// element against the host's sum; the same program `capi/tests/hip7.rs` runs on hsa-rt's
+/// library. RCCL reads the topology through `/sys/class/kfd/kfd` (kfd-emu's class link).
+/// It aborted in ROCR (`ReleaseQueueMainScratch`: "Assertion `scratch.main_queue_base'
+/// failed") until each render node `fstat`ed as its own character device: before, libdrm
+/// took all eight render nodes for one device (its `fd_compare` found no name for a memfd),
+/// libhsakmt mapped every GPU's buffer objects through the first GPU's node, and the emulated
+/// render node answered EINVAL to mapping another GPU's buffer object.
+#[test]
+fn rccl7_allreduce_across_eight_mi210s_on_rocr7_under_kfd_emu() {
+    let Some(root) = chroot() else { return };
+    if !root.join("usr/include/rccl/rccl.h").exists() {
+        println!("skipped: the chroot has no RCCL (librccl-dev; scripts/rocm7-chroot.sh build)");
+        return;
+    }
+    let Some(dump) = hsa_test_support::shared::topology_dump("mi210-8gpu-xgmi-pcie-topology")
+    else {
+        return;
+    };
+    let exe = "/opt/hsa-rt/out/rccl_allreduce7";
+    if !out_dir().join("rccl_allreduce7").exists() {
+        let out = run_in(
+            &root,
+            &[
+                "hipcc",
+                "--offload-arch=gfx90a",
+                "/opt/hsa-rt/src/capi/hip/rccl_allreduce.hip",
+                "-lrccl",
+                "-o",
+                exe,
+            ],
+            false,
+        );
+        let (o, e) = text(&out);
+        assert!(
+            out.status.success(),
+            "hipcc 7.2.4 rccl_allreduce.hip: {o}\n{e}"
+        );
+    }
+    let copy = out_dir().join("mi210-8gpu-rccl");
+    let _ = std::fs::remove_dir_all(&copy);
+    let cp = Command::new("cp")
+        .arg("-r")
+        .arg(&dump)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let out = kfd_emu7(
+        &root,
+        &["--sysfs", "/opt/hsa-rt/out/mi210-8gpu-rccl"],
+        &[
+            "env",
+            "NCCL_DEBUG=WARN",
+            "NCCL_MAX_NCHANNELS=2",
+            "NCCL_BUFFSIZE=1048576",
+            exe,
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("devices 8\n"), "{stdout}");
+    assert!(stdout.contains("rccl_allreduce: ok"), "{stdout}\n{stderr}");
+}

@@ -71,6 +71,8 @@ type CloseFn = unsafe extern "C" fn(c_int) -> c_int;
 type IoctlFn = unsafe extern "C" fn(c_int, c_ulong, *mut c_void) -> c_int;
 type MmapFn = unsafe extern "C" fn(*mut c_void, size_t, c_int, c_int, c_int, off_t) -> *mut c_void;
 type MunmapFn = unsafe extern "C" fn(*mut c_void, size_t) -> c_int;
+type FstatFn = unsafe extern "C" fn(c_int, *mut libc::stat64) -> c_int;
+type FxstatFn = unsafe extern "C" fn(c_int, c_int, *mut libc::stat64) -> c_int;
 
 /// `Some(fd or -1)` when `path` is a device file this library emulates.
 ///
@@ -265,6 +267,100 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         Some(f) => unsafe { f(fd) },
         None => fail(Errno::NOSYS),
     }
+}
+
+/// DRM's character-device major (`DRM_MAJOR`, `include/drm/drm.h`): render node `renderD<N>`
+/// is device 226:N.
+pub(crate) const DRM_MAJOR: u32 = 226;
+
+/// What `fstat` of a device file answers beyond the memfd standing for it: a render node is
+/// the character device `DRM_MAJOR:minor` (libdrm's `drmGetMinorNameForFD` and
+/// `drmGetDevice2` go from `st_rdev` to `/sys/dev/char/226:<minor>`, and libdrm_amdgpu tells
+/// two GPUs apart that way: with the memfd's `st_rdev` 0:0 every render node looked like the
+/// first, and ROCR 7's libhsakmt mapped every GPU's buffer objects through the first GPU's
+/// node). `/dev/kfd` keeps the memfd's answer (amdkfd's major is dynamic and no client reads
+/// it). Other descriptors are untouched.
+fn device_stat(fd: c_int, st: *mut libc::stat64) {
+    if st.is_null() {
+        return;
+    }
+    if let Some((_, Target::Render { minor, .. })) = lookup(fd) {
+        // SAFETY: `st` is the caller's stat buffer, which the successful fstat just filled.
+        let st = unsafe { &mut *st };
+        st.st_mode = libc::S_IFCHR | 0o666;
+        st.st_rdev = libc::makedev(DRM_MAJOR, minor as u32);
+        st.st_size = 0;
+    }
+}
+
+/// `fstat(2)` (glibc 2.33's `fstat`): libc's, and a render node's answer as
+/// [`device_stat`] says.
+///
+/// # Safety
+/// libc's contract for `fstat`.
+#[no_mangle]
+pub unsafe extern "C" fn fstat(fd: c_int, st: *mut libc::stat64) -> c_int {
+    let r = match next!("fstat", FstatFn) {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        Some(f) => unsafe { f(fd, st) },
+        None => return fail(Errno::NOSYS),
+    };
+    if r == 0 {
+        device_stat(fd, st);
+    }
+    r
+}
+
+/// `fstat64`: as [`fstat`] (the same structure on x86-64).
+///
+/// # Safety
+/// libc's contract for `fstat64`.
+#[no_mangle]
+pub unsafe extern "C" fn fstat64(fd: c_int, st: *mut libc::stat64) -> c_int {
+    let r = match next!("fstat64", FstatFn) {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        Some(f) => unsafe { f(fd, st) },
+        None => return fail(Errno::NOSYS),
+    };
+    if r == 0 {
+        device_stat(fd, st);
+    }
+    r
+}
+
+/// `__fxstat64`, what programs built against glibc before 2.33 call for `fstat`: as
+/// [`fstat`].
+///
+/// # Safety
+/// libc's contract for `__fxstat64`.
+#[no_mangle]
+pub unsafe extern "C" fn __fxstat64(ver: c_int, fd: c_int, st: *mut libc::stat64) -> c_int {
+    let r = match next!("__fxstat64", FxstatFn) {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        Some(f) => unsafe { f(ver, fd, st) },
+        None => return fail(Errno::NOSYS),
+    };
+    if r == 0 {
+        device_stat(fd, st);
+    }
+    r
+}
+
+/// `__fxstat`: as [`__fxstat64`] (the same structure on x86-64).
+///
+/// # Safety
+/// libc's contract for `__fxstat`.
+#[no_mangle]
+pub unsafe extern "C" fn __fxstat(ver: c_int, fd: c_int, st: *mut libc::stat64) -> c_int {
+    let r = match next!("__fxstat", FxstatFn) {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        Some(f) => unsafe { f(ver, fd, st) },
+        None => return fail(Errno::NOSYS),
+    };
+    if r == 0 {
+        device_stat(fd, st);
+    }
+    r
 }
 
 /// `copy_from_user`: `out.len()` bytes at `addr` of this process (`EFAULT` when unmapped).
