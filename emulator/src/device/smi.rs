@@ -18,11 +18,17 @@
 //!   amdgpu's description of a reset the hardware scheduler asked for);
 //! - `KFD_SMI_EVENT_UNMAP_FROM_GPU` (11), `"11 <ns> -<pid> @<first page>(<pages>) <gpu_id>
 //!   2\n"`, when the CPU unmapping of memory under an SVM range the GPU had access to drops
-//!   that part of the range (trigger `UNMAP_FROM_CPU`).
+//!   that part of the range (trigger `UNMAP_FROM_CPU`);
+//! - `KFD_SMI_EVENT_MIGRATE_START` (5), `"5 <ns> -<pid> @<first page>(<pages>)
+//!   <from>-><to> <prefetch loc>:<preferred loc> 0\n"`, and `_END` (6), `"6 <ns> -<pid>
+//!   @<first page>(<pages>) <from>-><to> 0 <error>\n"` (hex but for the trigger, 0 =
+//!   `KFD_MIGRATE_TRIGGER_PREFETCH`, and the error code, 0; `from`/`to` 0 for system memory,
+//!   else a gpu_id), when SET_ATTR moves an SVM range's location (the `svm` module), on the
+//!   GPU whose VRAM the pages enter or leave.
 //!
-//! It raises no thermal, migration, page-fault or eviction events: its memory never
-//! migrates (VRAM and system memory are both host memory), it takes no retry faults and
-//! evicts no queues.
+//! It raises no thermal, page-fault or eviction events, and no migrations but prefetches:
+//! it takes no retry faults, its CPU never faults on VRAM (host memory here) and it evicts
+//! no queues.
 //!
 //! Differences from amdkfd: the masks are a byte stream read 8 bytes at a time, so a write
 //! of fewer than 8 bytes (which amdkfd answers with `EFAULT`) is taken as the start of the
@@ -47,6 +53,15 @@ pub const KFD_SMI_EVENT_VMFAULT: u32 = 1;
 pub const KFD_SMI_EVENT_GPU_PRE_RESET: u32 = 3;
 /// `KFD_SMI_EVENT_GPU_POST_RESET`.
 pub const KFD_SMI_EVENT_GPU_POST_RESET: u32 = 4;
+
+/// `KFD_SMI_EVENT_MIGRATE_START`: an SVM range's pages start moving between system memory
+/// and a GPU's VRAM.
+pub const KFD_SMI_EVENT_MIGRATE_START: u32 = 5;
+/// `KFD_SMI_EVENT_MIGRATE_END`: that move is over.
+pub const KFD_SMI_EVENT_MIGRATE_END: u32 = 6;
+/// `KFD_MIGRATE_TRIGGER_PREFETCH` (`enum KFD_MIGRATE_TRIGGERS`, 0): the migration is
+/// SET_ATTR's prefetch (`svm_range_trigger_migration`).
+pub const KFD_MIGRATE_TRIGGER_PREFETCH: u32 = 0;
 
 /// `KFD_SMI_EVENT_UNMAP_FROM_GPU`.
 pub const KFD_SMI_EVENT_UNMAP_FROM_GPU: u32 = 11;
@@ -159,6 +174,64 @@ impl SmiClients {
         );
     }
 
+    /// A migration of `pages` pages from page `start` (page numbers, 4 KiB pages) begins
+    /// between locations `from` and `to` (each 0 for system memory, else a gpu_id), told to
+    /// the readers of GPU `gpu_id` (amdkfd raises it on the GPU whose VRAM the pages enter or
+    /// leave): `kfd_smi_event_migration_start`'s line (`KFD_EVENT_FMT_MIGRATE_START`), the
+    /// boot-time clock in ns, this process's pid, the first page and the page count in hex,
+    /// `from->to` in hex, the range's prefetch and preferred locations in hex
+    /// (`ffffffff` for UNDEFINED) and the trigger (`KFD_MIGRATE_TRIGGER_*`) in decimal.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn migrate_start(
+        &mut self,
+        gpu_id: u32,
+        start: u64,
+        pages: u64,
+        from: u32,
+        to: u32,
+        prefetch_loc: u32,
+        preferred_loc: u32,
+        trigger: u32,
+    ) {
+        let ns = boottime_ns();
+        self.add(
+            gpu_id,
+            KFD_SMI_EVENT_MIGRATE_START,
+            &format!(
+                "{ns} -{} @{start:x}({pages:x}) {from:x}->{to:x} {prefetch_loc:x}:{preferred_loc:x} \
+                 {trigger}\n",
+                std::process::id()
+            ),
+        );
+    }
+
+    /// The migration [`migrate_start`](Self::migrate_start) announced is over, with
+    /// `error` (0, or the negative errno it failed with): `kfd_smi_event_migration_end`'s
+    /// line (`KFD_EVENT_FMT_MIGRATE_END` as since Linux 6.12, which added the error code):
+    /// the boot-time clock in ns, the pid, the first page and page count in hex, `from->to`
+    /// in hex, the trigger and the error code in decimal.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn migrate_end(
+        &mut self,
+        gpu_id: u32,
+        start: u64,
+        pages: u64,
+        from: u32,
+        to: u32,
+        trigger: u32,
+        error: i32,
+    ) {
+        let ns = boottime_ns();
+        self.add(
+            gpu_id,
+            KFD_SMI_EVENT_MIGRATE_END,
+            &format!(
+                "{ns} -{} @{start:x}({pages:x}) {from:x}->{to:x} {trigger} {error}\n",
+                std::process::id()
+            ),
+        );
+    }
+
     /// The reset of GPU `gpu_id` after its hardware scheduler found an engine hung: the
     /// pre-reset event with the next sequence number, then the post-reset event with the same
     /// (`kfd_smi_event_update_gpu_reset`, before and after `amdgpu_device_gpu_recover`).
@@ -257,6 +330,56 @@ mod tests {
         drop(r);
         c.add(1, 1, "y\n");
         assert!(c.clients.is_empty(), "dropped once closed");
+    }
+
+    /// The migration lines are amdkfd's `KFD_EVENT_FMT_MIGRATE_START` / `_END` after the
+    /// event id (5, 6): ns, `-pid`, `@first page(page count)` in hex, `from->to` in hex,
+    /// then for START `prefetch:preferred` in hex and the trigger, for END the trigger and
+    /// the error code; only a reader whose mask names the event gets it.
+    #[test]
+    fn migration_lines_are_amdkfds() {
+        let (mut r, mut c) = reader();
+        r.write_all(&(1u64 << 4).to_ne_bytes()).unwrap();
+        c.migrate_start(
+            1,
+            0x7f000,
+            0x200,
+            0,
+            1,
+            1,
+            u32::MAX,
+            KFD_MIGRATE_TRIGGER_PREFETCH,
+        );
+        c.migrate_end(1, 0x7f000, 0x200, 0, 1, KFD_MIGRATE_TRIGGER_PREFETCH, 0);
+        r.write_all(&(3u64 << 4).to_ne_bytes()).unwrap();
+        c.migrate_start(
+            1,
+            0x10,
+            0x1f,
+            0xabcd,
+            0,
+            0,
+            0xabcd,
+            KFD_MIGRATE_TRIGGER_PREFETCH,
+        );
+        c.migrate_end(1, 0x10, 0x1f, 0xabcd, 0, KFD_MIGRATE_TRIGGER_PREFETCH, -28);
+        let mut buf = [0u8; 512];
+        let n = r.read(&mut buf).unwrap();
+        let text = std::str::from_utf8(&buf[..n]).unwrap();
+        let pid = std::process::id();
+        let want = [
+            ("5", format!("-{pid} @7f000(200) 0->1 1:ffffffff 0\n")),
+            ("5", format!("-{pid} @10(1f) abcd->0 0:abcd 0\n")),
+            ("6", format!("-{pid} @10(1f) abcd->0 0 -28\n")),
+        ];
+        let got: Vec<&str> = text.split_inclusive('\n').collect();
+        assert_eq!(got.len(), want.len(), "{text:?}");
+        for (line, (id, rest)) in got.iter().zip(&want) {
+            let (i, l) = line.split_once(' ').unwrap();
+            let (ns, l) = l.split_once(' ').unwrap();
+            assert_eq!((i, l), (*id, rest.as_str()), "{line:?}");
+            assert!(ns.parse::<i64>().unwrap() > 0, "{line:?}");
+        }
     }
 
     /// Each reset takes the next sequence number, per GPU.
