@@ -816,8 +816,9 @@ fn wait_events_tracks_event_age() {
 
 /// RUNTIME_ENABLE as amdkfd runs it for a process without a debugger: enable once (`EBUSY`
 /// the second time), disable always succeeds, `EEXIST` once the process has a queue; the
-/// argument comes back as given. DBG_TRAP (0x26, 1.13) is `EINVAL` whatever the operation,
-/// as amdkfd under `sched_policy=2` answers it.
+/// argument comes back as given. DBG_TRAP (0x26, 1.13) as amdkfd under the hardware
+/// scheduler answers it before the debug trap is enabled: `EINVAL` for every operation but
+/// `ENABLE`, which wants an open descriptor (`EBADF`); the rest is `device::debug`'s tests.
 #[test]
 fn runtime_enable_and_dbg_trap_answer_as_amdkfd() {
     let d = dev();
@@ -842,9 +843,12 @@ fn runtime_enable_and_dbg_trap_answer_as_amdkfd() {
     for op in [0u32, 1, 2, 5, 14, 99] {
         dbg[..4].copy_from_slice(&std::process::id().to_ne_bytes());
         dbg[4..8].copy_from_slice(&op.to_ne_bytes());
+        // ENABLE's dbg_fd (bytes 28..32): not a descriptor.
+        dbg[28..32].copy_from_slice(&u32::MAX.to_ne_bytes());
+        let want = if op == 0 { Errno::BADF } else { Errno::INVAL };
         assert_eq!(
             raw(&d, hsa_emu::device::AMDKFD_IOC_DBG_TRAP, &mut dbg),
-            Err(Errno::INVAL),
+            Err(want),
             "op {op}"
         );
     }

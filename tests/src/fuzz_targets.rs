@@ -444,7 +444,13 @@ const KFD_FUZZ_MAX_WAIT_MS: u32 = 2;
 ///   or an address in the scratch area chosen by `lo`/`hi` — by the pointer mode byte;
 /// - `gpu_id` fields are the built-in GPU's when the pointer mode's bit 7 is set;
 /// - allocation sizes between 16 MiB and 1 TiB are cut to 16 MiB;
-/// - WAIT_EVENTS timeouts are at most 2 ms.
+/// - WAIT_EVENTS timeouts are at most 2 ms;
+/// - DBG_TRAP (selector 33) targets this process unless `hi`'s bit 0 asks for the input's
+///   pid; its pointers (runtime info, queue-id array, exception info, snapshot buffer) are
+///   the pointer mode's, each copy-out bounded (16, 32, 32 and 248 bytes) and kept inside
+///   the scratch area; `ENABLE`'s descriptor is the harness's `/dev/null` (pointer mode bit 6)
+///   or none; RUNTIME_ENABLE is preceded by DBG_TRAP's `SEND_RUNTIME_EVENT` of
+///   `EC_PROCESS_RUNTIME`, so a debugged runtime's wait for the debugger ends.
 ///
 /// Property: no panic, no hang, and after dropping the device every queue thread is gone
 /// (checked by `EmulatedKfd`'s drop joining them).
@@ -453,6 +459,14 @@ pub fn kfd_ioctl(data: &[u8]) {
         return;
     };
     let (sbase, slen) = scratch();
+    // The debugger's descriptor for DBG_TRAP's ENABLE: writes to it go nowhere.
+    let dev_null = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .ok();
+    let dbg_fd = dev_null
+        .as_ref()
+        .map_or(u32::MAX, |f| std::os::fd::AsRawFd::as_raw_fd(f) as u32);
     let mut rest = data;
     let mut ops = 0;
     while rest.len() >= 4 && ops < 64 {
@@ -568,7 +582,17 @@ pub fn kfd_ioctl(data: &[u8]) {
                     a.gpu_id = BUILTIN_GPU_ID;
                 }
             }),
-            25 => run!(AMDKFD_IOC_RUNTIME_ENABLE, RuntimeEnableArgs, |a| {}),
+            25 => {
+                // A runtime being debugged waits in RUNTIME_ENABLE for the debugger's
+                // EC_PROCESS_RUNTIME: send it first (EINVAL when the debug trap is off).
+                let mut ev = [0u8; 32];
+                ev[..4].copy_from_slice(&std::process::id().to_le_bytes());
+                ev[4..8].copy_from_slice(&2u32.to_le_bytes());
+                ev[8..16].copy_from_slice(&(1u64 << 47).to_le_bytes());
+                // SAFETY: SEND_RUNTIME_EVENT of EC_PROCESS_RUNTIME alone follows no pointer.
+                let _ = unsafe { dev.ioctl(hsa_emu::device::AMDKFD_IOC_DBG_TRAP, &mut ev) };
+                run!(AMDKFD_IOC_RUNTIME_ENABLE, RuntimeEnableArgs, |a| {})
+            }
             26 => run!(
                 AMDKFD_IOC_SET_SCRATCH_BACKING_VA,
                 SetScratchBackingVaArgs,
@@ -653,13 +677,74 @@ pub fn kfd_ioctl(data: &[u8]) {
                     let _ = rustix::io::write(&fd, &raw);
                 }
             }
+            33 => {
+                // DBG_TRAP: the operation from `lo`, the pointer fields and the sizes that
+                // bound the copy-out kept to the harness rules.
+                let mut arg = take(&mut rest, 32);
+                let op = u32::from(lo % 16);
+                if hi & 1 == 0 {
+                    arg[..4].copy_from_slice(&std::process::id().to_le_bytes());
+                }
+                arg[4..8].copy_from_slice(&op.to_le_bytes());
+                let end = sbase + slen as u64;
+                let bounded = |len: u64| {
+                    if (sbase..end).contains(&ptr) && ptr + len > end {
+                        sbase
+                    } else {
+                        ptr
+                    }
+                };
+                let u32_at = |arg: &[u8], o: usize| {
+                    u32::from_le_bytes(arg[o..o + 4].try_into().expect("4 bytes"))
+                };
+                match op {
+                    // ENABLE: rinfo_ptr, rinfo_size (at most 16 bytes copied), dbg_fd.
+                    0 => {
+                        arg[16..24].copy_from_slice(&bounded(16).to_le_bytes());
+                        let fd = if mode & 0x40 != 0 { dbg_fd } else { u32::MAX };
+                        arg[28..32].copy_from_slice(&fd.to_le_bytes());
+                    }
+                    // SUSPEND_QUEUES: queue_array_ptr, num_queues (at most 8).
+                    6 => {
+                        let n = u32_at(&arg, 24) % 9;
+                        arg[24..28].copy_from_slice(&n.to_le_bytes());
+                        arg[16..24].copy_from_slice(&bounded(32).to_le_bytes());
+                    }
+                    // RESUME_QUEUES: queue_array_ptr, num_queues (at most 8).
+                    7 => {
+                        let n = u32_at(&arg, 16) % 9;
+                        arg[16..20].copy_from_slice(&n.to_le_bytes());
+                        arg[8..16].copy_from_slice(&bounded(32).to_le_bytes());
+                    }
+                    // QUERY_EXCEPTION_INFO: info_ptr, info_size (at most 32).
+                    12 => {
+                        let n = u32_at(&arg, 16) % 33;
+                        arg[16..20].copy_from_slice(&n.to_le_bytes());
+                        arg[8..16].copy_from_slice(&bounded(32).to_le_bytes());
+                    }
+                    // GET_QUEUE/DEVICE_SNAPSHOT: buffer, at most 2 entries of at most 128.
+                    13 | 14 => {
+                        let (n, size) = (u32_at(&arg, 24) % 3, u32_at(&arg, 28) % 129);
+                        arg[24..28].copy_from_slice(&n.to_le_bytes());
+                        arg[28..32].copy_from_slice(&size.to_le_bytes());
+                        arg[16..24].copy_from_slice(&bounded(248).to_le_bytes());
+                    }
+                    _ => {}
+                }
+                // SAFETY: the pointer fields DBG_TRAP writes through are unmapped or inside the
+                // scratch area with their copy-out bounded to it (above); the descriptor is
+                // the harness's /dev/null or none.
+                let _ = unsafe { dev.ioctl(hsa_emu::device::AMDKFD_IOC_DBG_TRAP, &mut arg) };
+            }
             _ => {
                 // A raw request number. Numbers that carry user pointers (or that may block)
                 // keep the harness's rules by being sent as their typed request above.
                 let raw_req = u32::from_le_bytes(take(&mut rest, 4).try_into().unwrap_or([0; 4]));
                 let nr = raw_req & 0xff;
-                if matches!(nr, 0x0C | 0x14 | 0x16 | 0x18 | 0x19 | 0x1A | 0x1B | 0x1F)
-                    && (raw_req >> 8) & 0xff == u32::from(b'K')
+                if matches!(
+                    nr,
+                    0x0C | 0x14 | 0x16 | 0x18 | 0x19 | 0x1A | 0x1B | 0x1F | 0x25 | 0x26
+                ) && (raw_req >> 8) & 0xff == u32::from(b'K')
                 {
                     continue;
                 }
@@ -671,7 +756,8 @@ pub fn kfd_ioctl(data: &[u8]) {
                 };
                 let mut arg = take(&mut rest, len);
                 // SAFETY: the numbers whose pointers EmulatedKfd writes through or keeps
-                // (GET_PROCESS_APERTURES_NEW, ALLOC_MEMORY_OF_GPU, GET_QUEUE_WAVE_STATE) and
+                // (GET_PROCESS_APERTURES_NEW, ALLOC_MEMORY_OF_GPU, GET_QUEUE_WAVE_STATE,
+                // DBG_TRAP), RUNTIME_ENABLE (which may wait for a debugger) and
                 // SMI_EVENTS (whose descriptor the harness must close) were skipped above, with the
                 // other pointer-carrying ones and WAIT_EVENTS (which may block); every
                 // other pointer it only reads through /proc/self/mem or uses only inside its

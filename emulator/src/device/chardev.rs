@@ -7,7 +7,8 @@
 //! command's name and amdkfd's flags. A handler takes the device and the argument as its
 //! `kfd_ioctl.h` struct ([`hsa_linux::kfd::abi`]) and lives in the module of the object it
 //! acts on: [`process`](super::process) (version, apertures, memory policy, scratch, trap
-//! handler, tile config, XNACK, runtime enable, debug trap), [`clock`](super::clock), [`events`](super::events),
+//! handler, tile config, XNACK, runtime enable), [`debug`](super::debug) (the debug trap),
+//! [`clock`](super::clock), [`events`](super::events),
 //! [`memory`](super::memory), [`dmabuf`](super::dmabuf), [`queue_manager`](super::queue_manager)
 //! (compute queues, CU masks, queue wave state, GWS), [`sdma`](super::sdma) (SDMA queues),
 //! [`smi`](super::smi) (system-management event readers) and [`svm`](super::svm) (SVM
@@ -37,7 +38,7 @@ use hsa_linux::kfd::abi::*;
 use super::process::AMDKFD_IOC_DBG_TRAP;
 use super::queue_manager::AMDKFD_IOC_CREATE_QUEUE_17;
 
-use super::{clock, dmabuf, events, lock, memory, process, queue_manager, smi, svm, Device};
+use super::{clock, debug, dmabuf, events, lock, memory, process, queue_manager, smi, svm, Device};
 use super::{EVENT_PAGE_BYTES, PAGE_BYTES};
 use crate::device::DOORBELL_PAGE_BYTES;
 
@@ -150,7 +151,7 @@ pub static AMDKFD_IOCTLS: [Option<AmdkfdIoctlDesc>; AMDKFD_COMMAND_END as usize]
     amdkfd_ioctl_def!(AMDKFD_IOC_AVAILABLE_MEMORY, memory::available_memory, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_EXPORT_DMABUF, dmabuf::export_dmabuf, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_RUNTIME_ENABLE, process::runtime_enable, 0),
-    amdkfd_ioctl_def!(AMDKFD_IOC_DBG_TRAP, process::dbg_trap, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_DBG_TRAP, debug::dbg_trap, 0),
 ];
 
 /// The row of ioctl number `nr` in [`AMDKFD_IOCTLS`]; `None` for a number this device does not

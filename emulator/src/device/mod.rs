@@ -17,7 +17,7 @@
 //!   from [`AMDKFD_COMMAND_END`] on: among them the ROCm 5.x kernels' own 0x80 range) is
 //!   `EINVAL`, as `kfd_ioctl` answers it before Linux 6.18.
 //! - The handlers live by object: `process` (version, apertures, memory policy, scratch,
-//!   ACQUIRE_VM, trap handler, tile config, XNACK, RUNTIME_ENABLE, DBG_TRAP), `clock`
+//!   ACQUIRE_VM, trap handler, tile config, XNACK, RUNTIME_ENABLE), `debug` (DBG_TRAP), `clock`
 //!   (GET_CLOCK_COUNTERS and the GPU clock every engine reads), `events`, `memory` (buffer
 //!   objects), `dmabuf`, `queue_manager` (queues, CU masks), `sdma` (SDMA queues and their
 //!   engine), [`drm`] (the render node). A new ioctl is one table row and one handler.
@@ -84,10 +84,16 @@
 //! (`EINVAL`); a ring smaller than 1024 bytes is `EINVAL` (the kernel clamps it); ACQUIRE_VM is
 //! not required before allocating; CRIU_OP is `EACCES` (every process is treated as lacking
 //! `CAP_CHECKPOINT_RESTORE` and `CAP_SYS_ADMIN`); the first debugger interface's requests are
-//! `EPERM`, as since Linux 6.2; DBG_TRAP is `EINVAL`, as amdkfd answers it under
-//! `sched_policy=2` (no debugger); GWS changes nothing in how shaders run (no `ds_gws_*`);
+//! `EPERM`, as since Linux 6.2; DBG_TRAP is answered as amdkfd answers it under the hardware
+//! scheduler for this process (another process's pid: the `debug` module's one
+//! approximation), but the emulated waves cannot be halted, trapped or watched (no wave-launch
+//! override, normal launch mode only, no address-watch slot) and a suspended queue's dispatch
+//! in progress runs to its end; GWS changes nothing in how shaders run (no `ds_gws_*`);
 //! the CP saves no waves, so GET_QUEUE_WAVE_STATE finds nothing saved; the SMI events
-//! raised are VM faults, GPU resets and SVM unmaps (the `smi` module). The interface version is
+//! raised are VM faults, GPU resets, SVM unmaps and SVM prefetch migrations (the `smi`
+//! module); an SVM prefetch moves a range's location, which is bookkeeping only (emulated
+//! VRAM is host memory, the bytes stay put), and nothing migrates on a GPU or CPU fault (the
+//! `svm` module). The interface version is
 //! [`EMULATED_KFD_MINOR_VERSION`] (1.17; its docs say what each minor past 1.11 needs here
 //! and what stops it going higher).
 
@@ -113,6 +119,7 @@ use hsa_linux::topology::Topology;
 
 mod chardev;
 mod clock;
+mod debug;
 pub use hsa_core::wire::cu_mask;
 mod dmabuf;
 pub mod drm;
@@ -376,6 +383,9 @@ pub(crate) struct Device {
     /// Whether the runtime is enabled (`RUNTIME_ENABLE` with `KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK`
     /// and no disable since: amdkfd's `runtime_info.runtime_state`).
     runtime_enabled: AtomicBool,
+    /// The process's debug-trap state (`DBG_TRAP`) and the runtime's info (lock after
+    /// `queues`).
+    debug: debug::Debugger,
     /// The process's SVM ranges (`AMDKFD_IOC_SVM`).
     svm: Mutex<svm::SvmRanges>,
     /// The render nodes' GEM objects and `GEM_VA` mappings (lock before `allocs`).
@@ -490,6 +500,12 @@ impl Device {
                 self.raise_vm_fault(gpu_id, fault);
             }
             return;
+        }
+        // kfd_set_dbg_ev_from_interrupt: a debugger that takes the exception gets it alone.
+        if let Some(ec) = exception_code(error.status()) {
+            if debug::raise_queue_exception(self, queue_id, kfd_ec_mask(ec)) {
+                return;
+            }
         }
         if self.runtime_enabled.load(Ordering::SeqCst) {
             if let Some(ec) = exception_code(error.status()) {
@@ -608,8 +624,18 @@ impl Device {
         };
         let mut data = [0u8; 32];
         data.copy_from_slice(d.as_bytes());
-        lock(&self.events).signal_type(KFD_IOC_EVENT_MEMORY, data);
+        // A debugger that takes EC_DEVICE_MEMORY_VIOLATION gets the fault instead; it may
+        // hand it on with DBG_TRAP's SEND_RUNTIME_EVENT.
+        if !debug::raise_memory_violation(self, gpu_id, data) {
+            self.signal_vm_fault(data);
+        }
         lock(&self.smi).vm_fault(gpu_id);
+    }
+
+    /// Sets every `KFD_IOC_EVENT_MEMORY` event of the process with `data` (its
+    /// `kfd_hsa_memory_exception_data`), as `kfd_signal_vm_fault_event` does.
+    pub(crate) fn signal_vm_fault(&self, data: [u8; 32]) {
+        lock(&self.events).signal_type(KFD_IOC_EVENT_MEMORY, data);
     }
 }
 
@@ -767,6 +793,7 @@ impl EmulatedKfd {
                 faults: Mutex::new(Vec::new()),
                 xnack: AtomicI32::new(0),
                 runtime_enabled: AtomicBool::new(false),
+                debug: debug::Debugger::default(),
                 svm: Mutex::new(svm::SvmRanges::default()),
                 gem: Mutex::new(gem::GemFiles::default()),
                 smi: Mutex::new(smi::SmiClients::default()),

@@ -11,7 +11,7 @@ use zerocopy::IntoBytes;
 
 use hsa_linux::kfd::abi::*;
 
-use super::{lock, Device};
+use super::{debug, lock, Device};
 
 /// Entries of amdgpu's tile-mode array (`adev->gfx.config.tile_mode_array`), which
 /// `AMDKFD_IOC_GET_TILE_CONFIG` returns at most.
@@ -23,10 +23,11 @@ pub const MACRO_TILE_MODE_ENTRIES: u32 = 16;
 /// [`KFD_IOCTL_MAJOR_VERSION`], 1): the interface whose promises it keeps. Past 1.11
 /// (`kfd_ioctl.h`'s history; what clients do with each, see `docs/kfd-interface-version.md`):
 /// - 1.12, `EXPORT_DMABUF`: served (`device::dmabuf`).
-/// - 1.13, the debugger API: `RUNTIME_ENABLE` as amdkfd runs it for a process no debugger
-///   attached to (`process::runtime_enable`); `DBG_TRAP` as amdkfd answers it under
-///   `sched_policy=2` (`KFD_SCHED_POLICY_NO_HWS`, the emulated CP maps each queue itself,
-///   with no scheduler firmware): `EINVAL` for every operation (`process::dbg_trap`).
+/// - 1.13, the debugger API: `RUNTIME_ENABLE` as amdkfd runs it (`process::runtime_enable`,
+///   with `EC_PROCESS_RUNTIME` to a debugger when the debug trap is on); `DBG_TRAP` as amdkfd
+///   answers it under the hardware scheduler, as the rest of the model answers
+///   (`device::debug`): every operation, the waves' debug state as for GPUs whose waves
+///   cannot be halted, trapped or watched.
 /// - 1.14, event age: `WAIT_EVENTS` tracks `last_event_age` (`device::events`).
 /// - 1.15, `DRM_IOCTL_AMDGPU_GEM_VA` manages mappings in the compute VM: the render node's
 ///   GEM objects, PRIME import/export, `GEM_VA` and `GEM_MMAP` are served (`device::gem`),
@@ -44,8 +45,9 @@ pub const EMULATED_KFD_MINOR_VERSION: u32 = 17;
 /// (`kfd_ioctl.h` 1.13+; gcc over the 1.17 header gives 0xc0204b26).
 pub const AMDKFD_IOC_DBG_TRAP: u32 = ioc(IOC_READ | IOC_WRITE, AMDKFD_IOCTL_BASE, 0x26, 32);
 
-/// `kfd_ioctl_dbg_trap_args`: `pid`, `op` and a 24-byte union of the operations' arguments
-/// (kept as bytes: no operation is run here).
+/// `kfd_ioctl_dbg_trap_args`: `pid`, `op` and a 24-byte union of the operations' arguments,
+/// read and written as each operation's struct with `view` and `set_view` (`device::debug`:
+/// `DbgTrapEnableArgs` and the others).
 #[derive(
     Clone,
     Copy,
@@ -176,7 +178,7 @@ pub(crate) fn get_process_apertures_new(
 
 /// One GPU's entry of `GET_PROCESS_APERTURES(_NEW)`: its LDS and scratch apertures and the
 /// process's GPUVM range on it.
-fn apertures_of(g: &super::Gpu) -> ProcessDeviceApertures {
+pub(super) fn apertures_of(g: &super::Gpu) -> ProcessDeviceApertures {
     ProcessDeviceApertures {
         lds_base: g.apertures.shared_base(),
         lds_limit: g.apertures.shared_limit(),
@@ -234,34 +236,43 @@ pub(crate) fn set_xnack_mode(device: &Arc<Device>, a: &mut SetXnackModeArgs) -> 
     Ok(())
 }
 
-/// `RUNTIME_ENABLE` as `kfd_ioctl_runtime_enable` runs it for a process no debugger is
-/// attached to (the emulated amdkfd has none: [`dbg_trap`]): with
-/// `KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK`, `EBUSY` when the runtime is already enabled and
-/// `EEXIST` when the process has queues, else the runtime is enabled (the TTMP setup bit
-/// asks for what the emulated GPU always does: trap temporaries are set up for every wave);
-/// without it, the runtime is disabled (always succeeds). The argument comes back as given
-/// (amdkfd writes none of it, `capabilities_mask` included).
+/// `RUNTIME_ENABLE` as `kfd_ioctl_runtime_enable` runs it (`runtime_enable`,
+/// `runtime_disable`): with `KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK`, `EBUSY` when the runtime
+/// is already enabled and `EEXIST` when the process has queues, else the runtime is enabled
+/// with the argument's `r_debug` and whether it asks for trap temporaries (TTMP setup: the
+/// emulated GPU always sets them up for every wave), which `DBG_TRAP`'s
+/// `kfd_runtime_info` reports; without it, the runtime is disabled (`r_debug` and TTMP setup
+/// cleared; always succeeds). When the debug trap is on ([`super::debug`]), the debugger is
+/// told `EC_PROCESS_RUNTIME` and the call waits until it answers with `DBG_TRAP`'s
+/// `SEND_RUNTIME_EVENT` of `EC_PROCESS_RUNTIME` (an uninterruptible wait here). The argument
+/// comes back as given (amdkfd writes none of it, `capabilities_mask` included).
 pub(crate) fn runtime_enable(device: &Arc<Device>, a: &mut RuntimeEnableArgs) -> Result<(), Errno> {
-    if a.mode_mask & KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK == 0 {
-        device.runtime_enabled.store(false, Ordering::SeqCst);
-        return Ok(());
-    }
     // Under the queue table's lock: no queue is created between the check and the enable.
     let queues = lock(&device.queues);
-    if device.runtime_enabled.load(Ordering::SeqCst) {
-        return Err(Errno::BUSY);
+    let mut st = lock(&device.debug.state);
+    let was_enabled = st.runtime.runtime_state == debug::DEBUG_RUNTIME_STATE_ENABLED;
+    if a.mode_mask & KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK == 0 {
+        st.runtime = debug::KfdRuntimeInfo::default();
+        device.runtime_enabled.store(false, Ordering::SeqCst);
+    } else {
+        if st.runtime.runtime_state != debug::DEBUG_RUNTIME_STATE_DISABLED {
+            return Err(Errno::BUSY);
+        }
+        if !queues.is_empty() {
+            return Err(Errno::EXIST);
+        }
+        st.runtime = debug::KfdRuntimeInfo {
+            r_debug: a.r_debug,
+            runtime_state: debug::DEBUG_RUNTIME_STATE_ENABLED,
+            ttmp_setup: u32::from(a.mode_mask & KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK != 0),
+        };
+        device.runtime_enabled.store(true, Ordering::SeqCst);
     }
-    if !queues.is_empty() {
-        return Err(Errno::EXIST);
+    let wait = debug::runtime_changed(&mut st, &queues, was_enabled);
+    drop(st);
+    drop(queues);
+    if wait {
+        device.debug.wait_runtime_event();
     }
-    device.runtime_enabled.store(true, Ordering::SeqCst);
     Ok(())
-}
-
-/// `DBG_TRAP` as `kfd_ioctl_set_debug_trap` answers it when amdkfd runs with
-/// `sched_policy=2` (`KFD_SCHED_POLICY_NO_HWS`): `EINVAL` for every operation and process,
-/// before anything else is looked at ("Debugging does not support sched_policy 2"). The
-/// emulated device has no debugger: no wave can be halted, single-stepped or watched.
-pub(crate) fn dbg_trap(_device: &Arc<Device>, _a: &mut DbgTrapArgs) -> Result<(), Errno> {
-    Err(Errno::INVAL)
 }

@@ -85,9 +85,18 @@ pub(crate) struct QueueCtl {
     /// `AqlQueue::Suspend` does this). Its engine takes no packet until an UPDATE_QUEUE with a
     /// non-zero percentage, which kicks it.
     pub(crate) inactive: AtomicBool,
+    /// Whether the debugger suspended the queue (`DBG_TRAP`'s `SUSPEND_QUEUES`; amdkfd's
+    /// `is_suspended`, which `QUEUE_IS_ACTIVE` also counts as not active): its engine takes
+    /// no packet until `RESUME_QUEUES` (or the debug trap's end), which kicks it.
+    pub(crate) suspended: AtomicBool,
 }
 
 impl QueueCtl {
+    /// Whether the engine may take no packet now: the queue is inactive or suspended.
+    pub(crate) fn halted(&self) -> bool {
+        self.inactive.load(Ordering::SeqCst) || self.suspended.load(Ordering::SeqCst)
+    }
+
     /// The address of the queue's context save area, from its MQD
     /// (`cp_hqd_ctx_save_base_addr`; 0: none).
     pub(crate) fn ctx_save_area(&self) -> u64 {
@@ -286,7 +295,7 @@ impl CpThread {
         let pm4 = RefCell::new(Pm4State::default());
         while !self.ctl.stop.load(Ordering::SeqCst) {
             let seen = self.ctl.kick.load(Ordering::SeqCst);
-            if stopped || self.ctl.inactive.load(Ordering::SeqCst) {
+            if stopped || self.ctl.halted() {
                 self.ctl.sleep(seen, Duration::from_secs(1));
                 continue;
             }
@@ -446,7 +455,7 @@ impl Pm4Thread {
         let mut dw = Vec::new();
         while !self.ctl.stop.load(Ordering::SeqCst) {
             let kicks = self.ctl.kicks();
-            if self.ctl.inactive.load(Ordering::SeqCst) {
+            if self.ctl.halted() {
                 self.ctl.sleep(kicks, Duration::from_secs(1));
                 continue;
             }

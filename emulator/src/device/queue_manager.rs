@@ -69,10 +69,24 @@ pub const AMDKFD_IOC_CREATE_QUEUE_17: u32 = ioc(
 /// an engine id below the GPU's PCIe and xGMI SDMA engines (`EINVAL`, "sdma_engine_id exceeds
 /// maximum id") and a free queue slot on that engine (`ENOMEM`); it is then a queue of that
 /// engine's kind. Every other type is [`create_queue`]'s.
+///
+/// While the debug trap is on, the new queue has `EC_QUEUE_NEW` pending and the debugger is
+/// told when it takes it (`kfd_ioctl_create_queue`'s `kfd_dbg_ev_raise`).
 pub(crate) fn create_queue_ioctl(
     device: &Arc<Device>,
     a: &mut CreateQueueArgs17,
 ) -> Result<(), Errno> {
+    create_queue_17(device, a)?;
+    super::debug::raise_queue_exception(
+        device,
+        a.args.queue_id,
+        kfd_ec_mask(super::debug::EC_QUEUE_NEW),
+    );
+    Ok(())
+}
+
+/// [`create_queue_ioctl`] before the debugger is told.
+fn create_queue_17(device: &Arc<Device>, a: &mut CreateQueueArgs17) -> Result<(), Errno> {
     if a.args.queue_type != KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID {
         return create_queue(device, &mut a.args);
     }
@@ -103,6 +117,13 @@ pub(crate) struct QueueEntry {
     pub(crate) queue_type: u32,
     pub(crate) ring_va: u64,
     pub(crate) ring_size: u32,
+    /// CREATE_QUEUE's `write_pointer_address` and `read_pointer_address` (what `DBG_TRAP`'s
+    /// queue snapshot reports).
+    pub(crate) write_ptr: u64,
+    /// See `write_ptr`.
+    pub(crate) read_ptr: u64,
+    /// CREATE_QUEUE's context save area: address and size, bytes.
+    pub(crate) ctx_save: (u64, u32),
     /// Handles of the buffer objects the queue pins (ring, pointers).
     pub(crate) pinned: Vec<u64>,
     pub(crate) ctl: Arc<QueueCtl>,
@@ -535,6 +556,9 @@ pub(super) fn start(
             queue_type: started.sdma.map_or(a.queue_type, |(kind, _)| kind),
             ring_va: a.ring_base_address,
             ring_size: a.ring_size,
+            write_ptr: a.write_pointer_address,
+            read_ptr: a.read_pointer_address,
+            ctx_save: (a.ctx_save_restore_address, a.ctx_save_restore_size),
             pinned,
             ctl: started.ctl,
             thread: Some(thread),
@@ -562,6 +586,7 @@ pub(crate) fn destroy_queue_ioctl(
 /// unknown queue.
 pub(crate) fn destroy_queue(device: &Device, qid: u32) -> Result<(), Errno> {
     let mut q = lock(&device.queues).remove(&qid).ok_or(Errno::INVAL)?;
+    super::debug::queue_destroyed(device, qid);
     q.ctl.stop.store(true, Ordering::SeqCst);
     q.ctl.kick();
     if let Some(t) = q.thread.take() {

@@ -711,7 +711,7 @@ impl SdmaThread {
         let mut dw = Vec::new();
         while !self.ctl.stop.load(Ordering::SeqCst) {
             let kicks = self.ctl.kicks();
-            if self.ctl.inactive.load(Ordering::SeqCst) {
+            if self.ctl.halted() {
                 self.ctl.sleep(kicks, Duration::from_secs(1));
                 continue;
             }
