@@ -1095,3 +1095,33 @@ fn rccl7_allreduce_across_eight_mi210s_on_rocr7_under_kfd_emu() {
     assert!(stdout.contains("devices 8\n"), "{stdout}");
     assert!(stdout.contains("rccl_allreduce: ok"), "{stdout}\n{stderr}");
 }
+
+/// hip_check's `multigpu` on ROCR 7.2.4 under kfd-emu emulating the captured 8-GPU MI210
+/// machine: eight devices, a kernel on GPU 3, a peer copy to GPU 7, a kernel there, checked
+/// on the host. It failed with "out of memory" in `hipMalloc` on GPU 3 while libdrm took the
+/// eight render nodes for one device (ROCR 7's libhsakmt then mapped GPU 3's VRAM through
+/// GPU 0's render node, which refused it); each render node is its own character device now.
+#[test]
+fn hip7_multigpu_on_rocr7_under_kfd_emu_on_the_mi210_capture() {
+    let Some(root) = chroot() else { return };
+    let Some(dump) = hsa_test_support::shared::topology_dump("mi210-8gpu-xgmi-pcie-topology")
+    else {
+        return;
+    };
+    let exe = hip_check7(&root);
+    let copy = out_dir().join("mi210-8gpu-multigpu");
+    let _ = std::fs::remove_dir_all(&copy);
+    let cp = Command::new("cp")
+        .arg("-r")
+        .arg(&dump)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let out = kfd_emu7(
+        &root,
+        &["--sysfs", "/opt/hsa-rt/out/mi210-8gpu-multigpu"],
+        &[exe, "multigpu"],
+    );
+    assert_section_ok(&out, "multigpu", false);
+}
