@@ -733,6 +733,24 @@ mod tests {
         let gc = store.join("0000:43:00.0/ip_discovery/die/0/11/0/major");
         assert_eq!(read(gc), "9\n");
         let _ = std::fs::remove_dir_all(&d);
+
+        // A GPU without a render node (drm_render_minor -1) gets a PCI function but no DRM
+        // nodes, and nothing is linked.
+        let mut t = builtin_topology();
+        for n in &mut t.nodes {
+            if n.properties.simd_count != 0 {
+                n.properties.drm_render_minor = -1;
+            }
+        }
+        for dir in [&devices, &class, &chars] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        write_pci_devices(&t, &devices, &store, "00000003").unwrap();
+        write_drm_nodes(&t, &store, &class, &chars).unwrap();
+        assert!(!store.join("0000:43:00.0/drm").exists());
+        assert_eq!(std::fs::read_dir(&class).unwrap().count(), 0);
+        assert_eq!(std::fs::read_dir(&chars).unwrap().count(), 0);
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
