@@ -686,25 +686,14 @@ fn hip7_memcpy_on_rocr7_under_kfd_emu() {
 #[test]
 fn hip7_memcpy_takes_sdma_queues_by_engine_id_on_an_xgmi_capture() {
     let Some(root) = chroot() else { return };
-    let Some(dump) = hsa_test_support::shared::topology_dump("mi210-8gpu-xgmi-pcie-topology")
-    else {
+    let Some(sysfs) = mi210_capture_in_chroot("mi210-8gpu") else {
         return;
     };
     let exe = hip_check7(&root);
-    // The capture, where the chroot sees it.
-    let copy = out_dir().join("mi210-8gpu");
-    let _ = std::fs::remove_dir_all(&copy);
-    let cp = Command::new("cp")
-        .arg("-r")
-        .arg(&dump)
-        .arg(&copy)
-        .status()
-        .unwrap();
-    assert!(cp.success());
     let trace = "/opt/hsa-rt/out/memcpy7-xgmi.trace";
     let out = kfd_emu7(
         &root,
-        &["--sysfs", "/opt/hsa-rt/out/mi210-8gpu", "--trace", trace],
+        &["--sysfs", &sysfs, "--trace", trace],
         &[exe, "memcpy"],
     );
     let (stdout, stderr) = text(&out);
@@ -1046,8 +1035,7 @@ fn rccl7_allreduce_across_eight_mi210s_on_rocr7_under_kfd_emu() {
         println!("skipped: the chroot has no RCCL (librccl-dev; scripts/rocm7-chroot.sh build)");
         return;
     }
-    let Some(dump) = hsa_test_support::shared::topology_dump("mi210-8gpu-xgmi-pcie-topology")
-    else {
+    let Some(sysfs) = mi210_capture_in_chroot("mi210-8gpu-rccl") else {
         return;
     };
     let exe = "/opt/hsa-rt/out/rccl_allreduce7";
@@ -1070,18 +1058,9 @@ fn rccl7_allreduce_across_eight_mi210s_on_rocr7_under_kfd_emu() {
             "hipcc 7.2.4 rccl_allreduce.hip: {o}\n{e}"
         );
     }
-    let copy = out_dir().join("mi210-8gpu-rccl");
-    let _ = std::fs::remove_dir_all(&copy);
-    let cp = Command::new("cp")
-        .arg("-r")
-        .arg(&dump)
-        .arg(&copy)
-        .status()
-        .unwrap();
-    assert!(cp.success());
     let out = kfd_emu7(
         &root,
-        &["--sysfs", "/opt/hsa-rt/out/mi210-8gpu-rccl"],
+        &["--sysfs", &sysfs],
         &[
             "env",
             "NCCL_DEBUG=WARN",
@@ -1104,12 +1083,20 @@ fn rccl7_allreduce_across_eight_mi210s_on_rocr7_under_kfd_emu() {
 #[test]
 fn hip7_multigpu_on_rocr7_under_kfd_emu_on_the_mi210_capture() {
     let Some(root) = chroot() else { return };
-    let Some(dump) = hsa_test_support::shared::topology_dump("mi210-8gpu-xgmi-pcie-topology")
-    else {
+    let Some(sysfs) = mi210_capture_in_chroot("mi210-8gpu-multigpu") else {
         return;
     };
     let exe = hip_check7(&root);
-    let copy = out_dir().join("mi210-8gpu-multigpu");
+    let out = kfd_emu7(&root, &["--sysfs", &sysfs], &[exe, "multigpu"]);
+    assert_section_ok(&out, "multigpu", false);
+}
+
+/// A copy of the captured 8-GPU MI210 topology (`mi210-8gpu-xgmi-pcie`) in the out directory
+/// as `name`, made anew; its path as the chroot sees it (for `kfd-emu --sysfs`), or `None`
+/// (said) when the capture is missing.
+fn mi210_capture_in_chroot(name: &str) -> Option<String> {
+    let dump = hsa_test_support::shared::topology_dump("mi210-8gpu-xgmi-pcie-topology")?;
+    let copy = out_dir().join(name);
     let _ = std::fs::remove_dir_all(&copy);
     let cp = Command::new("cp")
         .arg("-r")
@@ -1118,10 +1105,5 @@ fn hip7_multigpu_on_rocr7_under_kfd_emu_on_the_mi210_capture() {
         .status()
         .unwrap();
     assert!(cp.success());
-    let out = kfd_emu7(
-        &root,
-        &["--sysfs", "/opt/hsa-rt/out/mi210-8gpu-multigpu"],
-        &[exe, "multigpu"],
-    );
-    assert_section_ok(&out, "multigpu", false);
+    Some(format!("/opt/hsa-rt/out/{name}"))
 }
