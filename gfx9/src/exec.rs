@@ -49,6 +49,34 @@ use super::Gfx9Target;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
 use hsa_core::{bail, error, Result, Status};
 
+/// What a cache-control instruction asks of the GPU's L2 (AMDGPUUsage, the gfx90a and gfx942
+/// memory models), for a memory that models it ([`DeviceMemory::l2_action`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum L2Action {
+    /// Write every dirty line back to memory: `buffer_wbl2` (gfx90a; gfx942 with `sc1`, agent
+    /// or system scope), a release beyond the agent.
+    WriteBack,
+    /// Drop every line that is not dirty, so later loads read memory: `buffer_invl2` (gfx90a),
+    /// `buffer_inv sc1` (gfx942, agent or system scope), an acquire beyond the agent.
+    Invalidate,
+}
+
+impl L2Action {
+    /// The L2 action of buffer cache-control instruction `op` on `target` with its `sc1` bit
+    /// (gfx942's scope: `sc1` agent, `sc0 sc1` system), or `None` when it acts on the L1
+    /// alone (`buffer_wbinvl1*`, gfx942's `buffer_inv sc0`/`buffer_wbl2 sc0`, work-group
+    /// scope).
+    pub fn of(op: Op, target: Gfx9Target, sc1: bool) -> Option<L2Action> {
+        let gfx942 = target == Gfx9Target::Gfx942;
+        match op {
+            Op::BufferWbl2 if sc1 || !gfx942 => Some(L2Action::WriteBack),
+            Op::BufferInvl2 => Some(L2Action::Invalidate),
+            Op::BufferInv if sc1 => Some(L2Action::Invalidate),
+            _ => None,
+        }
+    }
+}
+
 /// Device memory as the interpreter sees it: one flat 64-bit address space.
 ///
 /// The emulated device implements it with bounds checks against its allocations.
@@ -107,6 +135,18 @@ pub trait DeviceMemory {
             self.write(addrs[lane], &data[lane][..n])
                 .map_err(|e| (lane, e))?;
         }
+        Ok(())
+    }
+
+    /// Applies a cache-control instruction's action to the GPU's L2 ([`L2Action`]). The
+    /// provided implementation does nothing: a memory without a cache model is coherent, and
+    /// the instruction is only an ordering point there.
+    ///
+    /// # Errors
+    /// None from the provided implementation; a memory that models the L2 may fail a
+    /// write-back with [`Status::MemoryFault`].
+    fn l2_action(&self, action: L2Action) -> Result<()> {
+        let _ = action;
         Ok(())
     }
 

@@ -123,6 +123,26 @@ pub trait ProcessorHost {
         )
     }
 
+    /// The device's cache actions for a packet's acquire fence of `scope` (HSA Platform
+    /// System Architecture Specification 2.9, "memory model": the acquire makes what other
+    /// agents released visible to the packet), applied when the packet launches: before a
+    /// kernel, agent or PM4-IB packet runs, and once a barrier packet's dependencies are
+    /// satisfied. The processor itself has issued an Acquire memory fence already. A command
+    /// processor invalidates its caches here (at system scope, the L2 on gfx9). The default
+    /// does nothing: a host whose memory has no cache of its own.
+    fn acquire_fence(&self, scope: FenceScope) {
+        let _ = scope;
+    }
+
+    /// The device's cache actions for a packet's release fence of `scope` (HSA PSA 2.9: the
+    /// release makes what the packet wrote visible to the agents of that scope), applied
+    /// after the packet completed and before its completion signal is decremented, ahead of
+    /// the processor's own Release memory fence. A command processor writes its caches back
+    /// here (at system scope, the L2 on gfx9). The default does nothing.
+    fn release_fence(&self, scope: FenceScope) {
+        let _ = scope;
+    }
+
     /// Turns a signal handle from a packet (never null) into a live signal. The host must
     /// check that the handle names a signal it knows, so that an untrusted packet can never
     /// make the processor write through a wild pointer.
@@ -477,8 +497,17 @@ impl PacketProcessor {
             k.dispatch_id = index;
         }
         let completion = Self::resolve(host, command.completion_signal())?;
+        // A barrier packet launches when its dependencies are satisfied: its acquire applies
+        // then (below); any other packet's before it runs.
+        let barrier = matches!(
+            command,
+            Command::BarrierAnd(_) | Command::BarrierOr(_) | Command::BarrierValue(..)
+        );
         if header.acquire_fence_scope != FenceScope::None {
             fence(Ordering::Acquire);
+            if !barrier {
+                host.acquire_fence(header.acquire_fence_scope);
+            }
         }
         let profiling = self.profiling();
         let start_ts = match self.started {
@@ -520,7 +549,11 @@ impl PacketProcessor {
             self.started = Some((index, start_ts));
             return Ok(Step::Blocked);
         }
+        if barrier && header.acquire_fence_scope != FenceScope::None {
+            host.acquire_fence(header.acquire_fence_scope);
+        }
         if header.release_fence_scope != FenceScope::None {
+            host.release_fence(header.release_fence_scope);
             fence(Ordering::Release);
         }
         let mut notify = Ok(());

@@ -84,6 +84,7 @@ pub(crate) fn import_dmabuf(device: &Arc<Device>, a: &mut ImportDmabufArgs) -> R
         backing: Some(backing),
         mapped: Default::default(),
         pins: 0,
+        coarse: false,
     });
     a.handle = handle;
     Ok(())

@@ -77,6 +77,7 @@ impl Memory {
                 backing: Some(b.clone()),
                 mapped: on,
                 pins: 0,
+                coarse: false,
             });
             backings.push(b);
         }

@@ -699,6 +699,7 @@ fn gem_va(
         backing: Some(o.backing.clone()),
         mapped: [gpu_id].into_iter().collect(),
         pins: 0,
+        coarse: false,
     });
     file.maps.insert(va, (a.handle, size));
     Ok(())

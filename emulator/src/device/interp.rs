@@ -16,7 +16,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::gfx9::exec::{
     check_dispatch, run_workgroups_preemptible, workgroup_total, CodeSource, DecodeCache,
-    DeviceCode, DeviceMemory, DispatchState, ExecStats, QueueScratch, UserSgprs,
+    DeviceCode, DeviceMemory, DispatchState, ExecStats, L2Action, QueueScratch, UserSgprs,
 };
 use crate::gfx9::hwid::WaveLaunch;
 use crate::gfx9::wave::WAVE_SIZE;
@@ -26,6 +26,7 @@ use hsa_core::packet_processor::DecodedKernelDispatch;
 use hsa_core::{error, Error, Status};
 use zerocopy::{FromBytes, FromZeros};
 
+use super::l2::{Caching, Placement, L2};
 use super::mem::{Backing, Region, RegionFault};
 use super::memory::{Allocs, DeviceSpan, MemoryFault};
 
@@ -70,11 +71,14 @@ pub(crate) struct GpuMemory<'a> {
     last: RefCell<[Option<CachedAlloc>; CACHED_ALLOCS]>,
     /// The first access that faulted.
     fault: Cell<Option<MemoryFault>>,
+    /// The GPU's L2 when the cache model is on ([`super::l2`]): coarse-grained memory is
+    /// reached through it.
+    l2: Option<&'a L2>,
 }
 
 /// An allocation [`GpuMemory`] looked up: its start and end (device addresses), its whole
-/// region, and its backing, kept alive while cached.
-type CachedAlloc = (u64, u64, Region, Option<Arc<Backing>>);
+/// region, its backing, kept alive while cached, and its placement for the cache model.
+type CachedAlloc = (u64, u64, Region, Option<Arc<Backing>>, Placement);
 
 /// Allocations a [`GpuMemory`] keeps looked up. Four were too few for HIP's and our
 /// vector_add (AQL ring, kernarg segment, three buffers): every wave missed, and a miss takes
@@ -91,7 +95,45 @@ impl<'a> GpuMemory<'a> {
             interrupt: None,
             last: RefCell::new([const { None }; CACHED_ALLOCS]),
             fault: Cell::new(None),
+            l2: None,
         }
+    }
+
+    /// This memory with coarse-grained memory reached through `l2` (the cache model), or
+    /// directly when `None`.
+    pub(crate) fn with_l2(mut self, l2: Option<&'a L2>) -> GpuMemory<'a> {
+        self.l2 = l2;
+        self
+    }
+
+    /// The placement of `addr..addr+len` for the cache model: the one live allocation mapped
+    /// to the GPU that holds it, or `None` (the access goes to memory uncached: it crosses
+    /// allocations, lies in an SVM range, or faults).
+    fn placement(&self, addr: u64, len: u64) -> Option<Placement> {
+        let end = addr.checked_add(len)?;
+        {
+            let last = self.last.borrow();
+            if let Some((.., p)) = last
+                .iter()
+                .flatten()
+                .find(|(va, e, ..)| addr >= *va && end <= *e)
+            {
+                return Some(*p);
+            }
+        }
+        let allocs = self.allocs.read().unwrap_or_else(PoisonError::into_inner);
+        allocs
+            .containing(addr, len)
+            .filter(|a| a.mapped.contains(&self.gpu_id))
+            .map(|a| Placement::of(a, self.gpu_id))
+    }
+
+    /// The cached placement of `addr..addr+len` when the cache model is on and the memory is
+    /// cached there.
+    fn cached(&self, addr: u64, len: u64) -> Option<(&'a L2, Placement)> {
+        let l2 = self.l2?;
+        let p = self.placement(addr, len)?;
+        (p.caching != Caching::Uncached).then_some((l2, p))
     }
 
     /// This memory with `interrupt` receiving the waves' message interrupts.
@@ -120,14 +162,14 @@ impl<'a> GpuMemory<'a> {
             let end = addr.checked_add(len);
             let hit = last.iter().position(|c| {
                 c.as_ref()
-                    .is_some_and(|(va, e, _, _)| addr >= *va && end.is_some_and(|end| end <= *e))
+                    .is_some_and(|(va, e, ..)| addr >= *va && end.is_some_and(|end| end <= *e))
             });
             if let Some(i) = hit {
                 // Most recent first: a hit moves up one place.
                 if i > 0 {
                     last.swap(i, i - 1);
                 }
-                let (va, _, r, _) = last[i.saturating_sub(1)].as_ref().expect("hit");
+                let (va, _, r, ..) = last[i.saturating_sub(1)].as_ref().expect("hit");
                 if let Some(sub) = r.sub(addr - va, len) {
                     return Some(sub);
                 }
@@ -139,7 +181,13 @@ impl<'a> GpuMemory<'a> {
             if let Some(whole) = allocs.device_region(self.gpu_id, a.va, a.size) {
                 let mut last = self.last.borrow_mut();
                 last.rotate_right(1);
-                last[0] = Some((a.va, a.va + a.size, whole, a.backing.clone()));
+                last[0] = Some((
+                    a.va,
+                    a.va + a.size,
+                    whole,
+                    a.backing.clone(),
+                    Placement::of(a, self.gpu_id),
+                ));
             }
         }
         Some(region)
@@ -274,6 +322,11 @@ impl DeviceMemory for GpuMemory<'_> {
 
     fn read(&self, addr: u64, buf: &mut [u8]) -> hsa_core::Result<()> {
         let len = buf.len() as u64;
+        if let Some((l2, p)) = self.cached(addr, len) {
+            return l2
+                .read(&p, addr, buf)
+                .map_err(|at| self.unmapped(addr, len, at, "read"));
+        }
         match self.lookup(addr, len) {
             Some(r) => r
                 .try_read_into(buf)
@@ -284,6 +337,10 @@ impl DeviceMemory for GpuMemory<'_> {
 
     fn write(&self, addr: u64, data: &[u8]) -> hsa_core::Result<()> {
         let len = data.len() as u64;
+        if let Some((l2, p)) = self.cached(addr, len) {
+            l2.write(&p, addr, data);
+            return Ok(());
+        }
         match self.lookup(addr, len) {
             Some(r) => r
                 .try_write_from(data)
@@ -300,8 +357,13 @@ impl DeviceMemory for GpuMemory<'_> {
         out: &mut [[u8; 16]; WAVE_SIZE],
     ) -> core::result::Result<(), (usize, Error)> {
         // One lookup when every lane's access is in one allocation; else lane by lane (the
-        // first faulting lane's error, as `read` words it).
-        let Some((lo, r)) = self.lanes_region(addrs, lanes, n) else {
+        // first faulting lane's error, as `read` words it). Lane by lane through the L2 when
+        // the cache model is on.
+        let direct = match self.l2 {
+            None => self.lanes_region(addrs, lanes, n),
+            Some(_) => None,
+        };
+        let Some((lo, r)) = direct else {
             for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
                 self.read(addrs[lane], &mut out[lane][..n])
                     .map_err(|e| (lane, e))?;
@@ -334,7 +396,11 @@ impl DeviceMemory for GpuMemory<'_> {
         n: usize,
         data: &[[u8; 16]; WAVE_SIZE],
     ) -> core::result::Result<(), (usize, Error)> {
-        let Some((lo, r)) = self.lanes_region(addrs, lanes, n) else {
+        let direct = match self.l2 {
+            None => self.lanes_region(addrs, lanes, n),
+            Some(_) => None,
+        };
+        let Some((lo, r)) = direct else {
             for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
                 self.write(addrs[lane], &data[lane][..n])
                     .map_err(|e| (lane, e))?;
@@ -368,8 +434,16 @@ impl DeviceMemory for GpuMemory<'_> {
         }
         let word = self.region(addr, 4, "atomic")?;
         // SeqCst read-modify-write: device atomics are coherent at system scope here. Device
-        // memory is little-endian; the word holds the host's native order.
-        match word.try_rmw_u32(0, |old| op(u32::from_le(old)).to_le()) {
+        // memory is little-endian; the word holds the host's native order. With the cache
+        // model, at memory after the L2 gave its line up.
+        let mut rmw = || word.try_rmw_u32(0, |old| op(u32::from_le(old)).to_le());
+        let result = match self.cached(addr, 4) {
+            Some((l2, p)) => l2
+                .atomic(&p, addr, 4, rmw)
+                .map_err(|at| self.unmapped(addr, 4, at, "atomic"))?,
+            None => rmw(),
+        };
+        match result {
             Ok(Some(old)) => Ok(u32::from_le(old)),
             Ok(None) => Err(self.misaligned_atomic(addr, 4)),
             Err(f) => Err(self.unmapped(addr, 4, addr + f.offset, "atomic")),
@@ -382,12 +456,37 @@ impl DeviceMemory for GpuMemory<'_> {
             return Err(self.misaligned_atomic(addr, 8));
         }
         let word = self.region(addr, 8, "atomic")?;
-        // As the u32 form: SeqCst, little-endian device memory.
-        match word.try_rmw_u64(0, |old| op(u64::from_le(old)).to_le()) {
+        // As the u32 form: SeqCst, little-endian device memory, at memory.
+        let mut rmw = || word.try_rmw_u64(0, |old| op(u64::from_le(old)).to_le());
+        let result = match self.cached(addr, 8) {
+            Some((l2, p)) => l2
+                .atomic(&p, addr, 8, rmw)
+                .map_err(|at| self.unmapped(addr, 8, at, "atomic"))?,
+            None => rmw(),
+        };
+        match result {
             Ok(Some(old)) => Ok(u64::from_le(old)),
             Ok(None) => Err(self.misaligned_atomic(addr, 8)),
             Err(f) => Err(self.unmapped(addr, 8, addr + f.offset, "atomic")),
         }
+    }
+
+    fn l2_action(&self, action: L2Action) -> hsa_core::Result<()> {
+        let Some(l2) = self.l2 else {
+            return Ok(());
+        };
+        match action {
+            L2Action::Invalidate => l2.invalidate(),
+            L2Action::WriteBack => {
+                let allocs = self.allocs.read().unwrap_or_else(PoisonError::into_inner);
+                l2.write_back(&|line| {
+                    allocs
+                        .containing(line, 1)
+                        .map(|a| Placement::of(a, self.gpu_id))
+                });
+            }
+        }
+        Ok(())
     }
 
     fn message_interrupt(&self, data: u32) -> hsa_core::Result<()> {
@@ -420,14 +519,17 @@ pub(crate) enum Outcome {
 }
 
 /// What the waves of a dispatch take from the GPU itself rather than from the dispatch.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct GpuRegs {
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct GpuRegs<'a> {
     /// The GPU's `GB_ADDR_CONFIG` ([`DispatchState::gb_addr_config`]).
     pub gb_addr_config: u32,
     /// Whether the GPU runs with SRAM ECC on ([`DispatchState::sramecc`]).
     pub sramecc: bool,
     /// The queue's process's FLAT apertures on the GPU ([`DispatchState::apertures`]).
     pub apertures: crate::gfx9::aperture::Apertures,
+    /// The GPU's L2 when the cache model is on: the waves reach coarse-grained memory
+    /// through it ([`GpuMemory::with_l2`]).
+    pub l2: Option<&'a L2>,
 }
 
 /// Runs `dispatch` as machine code for `target` on GPU `gpu_id` with `lds_bytes` of LDS,
@@ -457,7 +559,7 @@ pub(crate) fn run(
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
     launch: WaveLaunch,
-    gpu: GpuRegs,
+    gpu: GpuRegs<'_>,
     caches: &mut Interpreters,
 ) -> Outcome {
     let mut scratch = None;
@@ -656,7 +758,7 @@ fn run_inner(
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
     launch: WaveLaunch,
-    gpu: GpuRegs,
+    gpu: GpuRegs<'_>,
     kept: &mut Interpreters,
     scratch: &mut Option<crate::gfx9::exec::ScratchShort>,
 ) -> Result<ExecStats, Failure> {
@@ -704,11 +806,13 @@ fn run_prepared(
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
     launch: WaveLaunch,
-    gpu: GpuRegs,
+    gpu: GpuRegs<'_>,
     kept: &mut Interpreters,
     scratch: &mut Option<crate::gfx9::exec::ScratchShort>,
 ) -> Result<ExecStats, Failure> {
-    let memory = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
+    let memory = GpuMemory::new(allocs, gpu_id)
+        .with_interrupt(interrupt)
+        .with_l2(gpu.l2);
     let setup = |e: Error| (e, memory.fault());
     let code = CodeSource::Device(prepared.code);
     let descriptor = prepared.descriptor;
@@ -812,7 +916,9 @@ fn run_prepared(
             .map(|(worker, cache)| {
                 let (run_range, next, failed) = (&run_range, &next, &failed);
                 s.spawn(move || {
-                    let mem = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
+                    let mem = GpuMemory::new(allocs, gpu_id)
+                        .with_interrupt(interrupt)
+                        .with_l2(gpu.l2);
                     let mut stats = ExecStats::default();
                     while !failed.load(Ordering::Relaxed) {
                         let first = next.fetch_add(chunk, Ordering::Relaxed);
@@ -894,7 +1000,7 @@ pub(crate) fn run_registers(
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
     launch: WaveLaunch,
-    gpu: GpuRegs,
+    gpu: GpuRegs<'_>,
     caches: &mut Interpreters,
 ) -> Outcome {
     let entry = dispatch.entry;
@@ -1007,6 +1113,7 @@ mod tests {
             backing: Some(b),
             mapped: mapped_to.into_iter().collect(),
             pins: 0,
+            coarse: false,
         }
     }
 

@@ -78,6 +78,10 @@ pub(crate) struct Alloc {
     pub(crate) mapped: BTreeSet<u32>,
     /// Users that must end before it may be freed (queues, the event page).
     pub(crate) pins: u32,
+    /// Coarse-grained: VRAM, GTT or USERPTR allocated without `COHERENT`, `EXT_COHERENT` and
+    /// `UNCACHED` (`kfd_ioctl.h`), which a GPU's L2 caches non-coherently (the cache model,
+    /// [`super::l2`]).
+    pub(crate) coarse: bool,
 }
 
 /// All live allocations of the process.
@@ -755,6 +759,12 @@ pub(crate) fn alloc_memory_of_gpu(
         backing,
         mapped: Default::default(),
         pins: 0,
+        coarse: matches!(kind, Kind::Vram | Kind::Gtt | Kind::Userptr)
+            && a.flags
+                & (KFD_IOC_ALLOC_MEM_FLAGS_COHERENT
+                    | KFD_IOC_ALLOC_MEM_FLAGS_EXT_COHERENT
+                    | KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED)
+                == 0,
     });
     Ok(())
 }
@@ -802,6 +812,7 @@ pub(crate) fn insert_aliased(
         backing: None,
         mapped: [gpu.gpu_id].into_iter().collect(),
         pins: 0,
+        coarse: false,
     });
     Ok(handle)
 }

@@ -133,6 +133,8 @@ pub mod host_kernels;
 mod interp;
 pub mod ip_discovery;
 mod kernel;
+mod l2;
+pub use l2::CacheStats;
 mod mem;
 mod memory;
 pub mod model;
@@ -318,6 +320,25 @@ struct StatCounters {
     code_bytes_read: AtomicU64,
 }
 
+/// The environment variable that turns the cache model on for every emulated device made
+/// after it is read ([`EmulatedKfd::set_cache_model`]): `1` on, `0`, empty or unset off.
+pub const CACHE_MODEL_ENV: &str = "HSA_RT_CACHE_MODEL";
+
+/// The cache model's initial state from [`CACHE_MODEL_ENV`].
+///
+/// # Errors
+/// [`Status::InvalidArgument`] naming the variable and the accepted values for any other
+/// value.
+fn cache_model_from_env() -> Result<bool, Error> {
+    let value = std::env::var_os(CACHE_MODEL_ENV);
+    Ok(hsa_linux::env::parse_choice(
+        CACHE_MODEL_ENV,
+        value.as_deref(),
+        &[("0", false), ("1", true)],
+    )?
+    .unwrap_or(false))
+}
+
 /// One emulated GPU.
 #[derive(Debug)]
 struct Gpu {
@@ -358,6 +379,8 @@ struct Gpu {
     /// process, which `GET_PROCESS_APERTURES_NEW` reports and the interpreter's FLAT
     /// instructions and `src_shared_base`/`src_private_base` use.
     apertures: Apertures,
+    /// Its L2, when the cache model is on ([`Device::cache_model`]).
+    l2: l2::L2,
 }
 
 /// The device state shared with the processor threads.
@@ -396,6 +419,9 @@ pub(crate) struct Device {
     mode: AtomicU8,
     /// Host threads per interpreted dispatch.
     threads: AtomicUsize,
+    /// Whether the cache model is on ([`l2`]): waves reach coarse-grained memory through
+    /// their GPU's L2, which only fences make coherent.
+    cache_model: AtomicBool,
     stats: StatCounters,
     /// Where each GPU's signal events go when another KFD owns the events: AMD's model
     /// interface (`crate::model`), whose host (libhsakmt in model mode) keeps the event table
@@ -440,6 +466,52 @@ impl Device {
 
     fn gpu(&self, gpu_id: u32) -> Option<&Gpu> {
         self.gpus.iter().find(|g| g.gpu_id == gpu_id)
+    }
+
+    /// GPU `gpu_id`'s L2 when the cache model is on ([`l2`]), else `None`: waves then reach
+    /// memory directly.
+    pub(crate) fn l2(&self, gpu_id: u32) -> Option<&l2::L2> {
+        if !self.cache_model.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.gpu(gpu_id).map(|g| &g.l2)
+    }
+
+    /// The CP's cache action for a packet's acquire fence of `scope` on GPU `gpu_id`, applied
+    /// before the packet runs (AMDGPUUsage, gfx90a/gfx942 memory model): at system scope the
+    /// L2 drops every clean line, so the packet's kernel reads what the host and the other
+    /// agents wrote. Agent scope and below touch only the caches the model does not have
+    /// (L1, scalar, instruction). Nothing when the cache model is off.
+    pub(crate) fn acquire_fence(&self, gpu_id: u32, scope: hsa_core::abi::packet::FenceScope) {
+        if scope == hsa_core::abi::packet::FenceScope::System {
+            if let Some(l2) = self.l2(gpu_id) {
+                l2.invalidate();
+            }
+        }
+    }
+
+    /// The CP's cache action for a packet's release fence of `scope` on GPU `gpu_id`, applied
+    /// after the packet ran and before its completion signal: at system scope the L2 writes
+    /// every dirty byte back to memory, so the host, the SDMA engines and the other GPUs see
+    /// what the kernel wrote. Agent scope and below do nothing to the L2. Nothing when the
+    /// cache model is off.
+    pub(crate) fn release_fence(&self, gpu_id: u32, scope: hsa_core::abi::packet::FenceScope) {
+        if scope == hsa_core::abi::packet::FenceScope::System {
+            self.write_back_l2(gpu_id);
+        }
+    }
+
+    /// Writes GPU `gpu_id`'s dirty L2 bytes to memory ([`l2::L2::write_back`]), when the cache
+    /// model is on.
+    pub(crate) fn write_back_l2(&self, gpu_id: u32) {
+        if let Some(l2) = self.l2(gpu_id) {
+            let allocs = self.allocs.read().unwrap_or_else(PoisonError::into_inner);
+            l2.write_back(&|line| {
+                allocs
+                    .containing(line, 1)
+                    .map(|a| l2::Placement::of(a, gpu_id))
+            });
+        }
     }
 
     /// GPU `gpu_id`, or `EINVAL` as amdkfd answers a `gpu_id` the process has no device data
@@ -758,6 +830,7 @@ impl EmulatedKfd {
                 sramecc: hsa_core::isa::TargetId::of_node(p, false)
                     .is_some_and(|t| t.sramecc == hsa_core::isa::FeatureSetting::On),
                 apertures,
+                l2: l2::L2::default(),
             });
         }
         if gpus.is_empty() {
@@ -799,6 +872,7 @@ impl EmulatedKfd {
                 smi: Mutex::new(smi::SmiClients::default()),
                 mode: AtomicU8::new(mode_code(mode)),
                 threads: AtomicUsize::new(default_threads()),
+                cache_model: AtomicBool::new(cache_model_from_env()?),
                 stats: StatCounters::default(),
                 event_sinks: RwLock::new(HashMap::new()),
             }),
@@ -868,6 +942,34 @@ impl EmulatedKfd {
             threads
         };
         self.device.threads.store(n, Ordering::Relaxed);
+    }
+
+    /// Turns the cache model on or off ([`CACHE_MODEL_ENV`] sets the initial state): with it,
+    /// the waves of each GPU reach coarse-grained memory through that GPU's L2, which only a
+    /// packet's system-scope fences and the ISA's cache instructions (`buffer_wbl2`,
+    /// `buffer_invl2`, gfx942's `buffer_inv sc1`) make coherent with the host, the SDMA engines
+    /// and the other GPUs, as on silicon (AMDGPUUsage's gfx90a and gfx942 memory models); a
+    /// program that forgets a fence reads stale data. Turning it off writes every dirty line
+    /// back first. Dispatches running meanwhile see the change from their next access on.
+    pub fn set_cache_model(&self, on: bool) {
+        let d = &self.device;
+        if !on {
+            for g in &d.gpus {
+                d.write_back_l2(g.gpu_id);
+            }
+        }
+        d.cache_model.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether the cache model is on ([`EmulatedKfd::set_cache_model`]).
+    pub fn cache_model(&self) -> bool {
+        self.device.cache_model.load(Ordering::Relaxed)
+    }
+
+    /// What GPU `gpu_id`'s L2 did so far under the cache model (all zero while it was never
+    /// on); `None` for a `gpu_id` the device does not have.
+    pub fn cache_stats(&self, gpu_id: u32) -> Option<CacheStats> {
+        self.device.gpu(gpu_id).map(|g| g.l2.stats())
     }
 
     /// Host threads per interpreted dispatch.

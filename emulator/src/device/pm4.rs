@@ -74,10 +74,13 @@
 //!   interrupt with `INT_CTXID` (dword 7), which amdkfd turns into KFD events
 //!   (`kfd_signal_event_interrupt(pasid, ctxid, 32)`).
 //! - `ACQUIRE_MEM` (0x58, 7 dwords on gfx9, 8 with `GCR_CNTL` on gfx10+): cache actions over
-//!   a range. The emulated device has no caches — every access goes to the one coherent
-//!   memory —, so it is a full memory fence.
+//!   a range. A full memory fence; with the cache model on ([`super::l2`]) the L2 actions of
+//!   gfx9's `CP_COHER_CNTL` act on the GPU's whole L2 (`TC_WB_ACTION_ENA` writes it back,
+//!   `TC_ACTION_ENA` invalidates it), as do `RELEASE_MEM`'s (dword 1 bits 15 and 17) before
+//!   its write.
 //!
-//! The caches' action bits are accepted and need no work, for the same reason. Anything else
+//! The other caches' action bits (instruction, scalar, L1; gfx10's `GCR_CNTL`) are accepted
+//! and need no work: those caches are not modelled. Anything else
 //! — another opcode, a type-0 register write, a field value the engine does not emulate, a
 //! packet that runs past its buffer (on a ring: waits for the rest) — stops the queue with
 //! `INVALID_PACKET_FORMAT` naming the packet, its place and the value; memory the GPU cannot
@@ -87,6 +90,7 @@
 
 use std::sync::atomic::{fence, Ordering};
 
+use crate::gfx9::exec::L2Action;
 use hsa_core::packet_processor::DecodedPm4Ib;
 use hsa_core::wire::pm4::{
     field, Header, Packet, ACQUIRE_MEM_DWORDS_GFX9, OP_ACQUIRE_MEM, OP_COPY_DATA,
@@ -95,6 +99,15 @@ use hsa_core::wire::pm4::{
     SET_SH_REG_END, SET_SH_REG_START, SET_UCONFIG_REG_START,
 };
 use hsa_core::{error, Error, Status};
+
+/// `ACQUIRE_MEM` `CP_COHER_CNTL.TC_WB_ACTION_ENA`: write the L2 back (gfx9 `soc15d.h`).
+const ACQUIRE_TC_WB_ACTION_ENA: u32 = 18;
+/// `ACQUIRE_MEM` `CP_COHER_CNTL.TC_ACTION_ENA`: invalidate the L2.
+const ACQUIRE_TC_ACTION_ENA: u32 = 23;
+/// `RELEASE_MEM` dword 1 `TC_WB_ACTION_ENA` (`EOP_TC_WB_ACTION_EN`): write the L2 back.
+const RELEASE_TC_WB_ACTION_ENA: u32 = 15;
+/// `RELEASE_MEM` dword 1 `TC_ACTION_ENA`: invalidate the L2.
+const RELEASE_TC_ACTION_ENA: u32 = 17;
 
 /// Deepest indirect buffer: the ring may call an IB1, an IB1 an IB2.
 const MAX_IB_DEPTH: u32 = 2;
@@ -126,6 +139,12 @@ pub(crate) trait Pm4Memory {
 
     /// Raises the CP's end-of-pipe interrupt with context id `context_id`.
     fn end_of_pipe_interrupt(&self, context_id: u32);
+
+    /// Applies an L2 cache action of `ACQUIRE_MEM` or `RELEASE_MEM` (the cache model,
+    /// [`super::l2`]). The default does nothing: a memory without a cache is coherent.
+    fn l2_action(&self, action: L2Action) {
+        let _ = action;
+    }
 
     /// Launches the waves of `dispatch` and returns when all have ended (the engine runs in
     /// order: a `DISPATCH_DIRECT` completes before the next packet).
@@ -521,9 +540,18 @@ fn run(
                         format_args!("ACQUIRE_MEM is {len} dwords; must be at least 7"),
                     ));
                 }
-                // The range's caches (I$, K$, L2) hold nothing of their own here: one
-                // coherent memory. What remains is the ordering.
+                // The L2's actions of CP_COHER_CNTL (gfx9; the range is taken as the whole
+                // cache, as amdgpu's and ROCR's packets ask): TC_WB_ACTION_ENA (bit 18) writes
+                // it back, TC_ACTION_ENA (bit 23) invalidates it, the write-back first. The
+                // other caches (I$, K$, L1) are not modelled: what remains is the ordering.
                 fence(Ordering::SeqCst);
+                let coher_cntl = p[1];
+                if coher_cntl >> ACQUIRE_TC_WB_ACTION_ENA & 1 != 0 {
+                    mem.l2_action(L2Action::WriteBack);
+                }
+                if coher_cntl >> ACQUIRE_TC_ACTION_ENA & 1 != 0 {
+                    mem.l2_action(L2Action::Invalidate);
+                }
                 counts.acquire_mem += 1;
             }
             other => {
@@ -679,7 +707,15 @@ fn release_mem(p: &[u32], place: Place, i: usize, mem: &dyn Pm4Memory) -> Result
             ),
         ));
     }
-    // Everything before this packet completed (the engine runs in order): release it.
+    // Everything before this packet completed (the engine runs in order): release it, with
+    // the L2's actions of dword 1 (gfx9) first: TC_WB_ACTION_ENA (bit 15) writes the L2 back,
+    // TC_ACTION_ENA (bit 17) invalidates it after.
+    if p[1] >> RELEASE_TC_WB_ACTION_ENA & 1 != 0 {
+        mem.l2_action(L2Action::WriteBack);
+    }
+    if p[1] >> RELEASE_TC_ACTION_ENA & 1 != 0 {
+        mem.l2_action(L2Action::Invalidate);
+    }
     fence(Ordering::SeqCst);
     let va = view.get_u64(field::RELEASE_ADDR);
     let data = view.get_u64(field::RELEASE_DATA);

@@ -33,6 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
+use hsa_core::abi::packet::FenceScope;
 use hsa_core::abi::SignalHandle;
 use hsa_core::packet_processor::{
     DecodedAgentDispatch, DecodedKernelDispatch, DecodedPm4Ib, PacketProcessor, ProcessorHost,
@@ -680,6 +681,7 @@ impl CpHost<'_> {
                 gb_addr_config: g.gb_addr_config,
                 sramecc: g.sramecc,
                 apertures: g.apertures,
+                l2: self.device.l2(self.gpu_id),
             });
         let mut caches = self.caches.borrow_mut();
         let counts = |caches: &[DecodeCache]| {
@@ -749,6 +751,14 @@ impl CpHost<'_> {
 }
 
 impl ProcessorHost for CpHost<'_> {
+    fn acquire_fence(&self, scope: FenceScope) {
+        self.device.acquire_fence(self.gpu_id, scope);
+    }
+
+    fn release_fence(&self, scope: FenceScope) {
+        self.device.release_fence(self.gpu_id, scope);
+    }
+
     fn preempted(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
@@ -938,6 +948,17 @@ impl CpHost<'_> {
 }
 
 impl Pm4Memory for CpHost<'_> {
+    fn l2_action(&self, action: crate::gfx9::exec::L2Action) {
+        match action {
+            crate::gfx9::exec::L2Action::WriteBack => self.device.write_back_l2(self.gpu_id),
+            crate::gfx9::exec::L2Action::Invalidate => {
+                if let Some(l2) = self.device.l2(self.gpu_id) {
+                    l2.invalidate();
+                }
+            }
+        }
+    }
+
     fn read_dwords(&self, va: u64, out: &mut [u32]) -> hsa_core::Result<()> {
         let len = out.len() as u64 * 4;
         let allocs = self.allocs();

@@ -424,11 +424,15 @@ impl BufferResource {
 pub(crate) fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
     let op = inst.op();
     let Operand::Sreg { index: r, .. } = inst.src[2] else {
-        // buffer_wbinvl1(_vol), buffer_wbl2, buffer_invl2/buffer_inv: every access of this
-        // interpreter is already visible to all (memory is coherent), so these are ordering
-        // points with nothing to do.
+        // buffer_wbinvl1(_vol), buffer_wbl2, buffer_invl2/buffer_inv: the interpreter has no
+        // L1 (a wave's accesses reach the memory in order), so only what reaches the L2 acts,
+        // on a memory that models it (the emulated device's cache model); elsewhere these are
+        // ordering points with nothing to do.
         return match op.attrs().class {
-            Class::BufferCache => Ok(()),
+            Class::BufferCache => match L2Action::of(op, ctx.target, inst.mods.sc1) {
+                Some(action) => ctx.memory.l2_action(action),
+                None => Ok(()),
+            },
             _ => Err(not_implemented(inst)),
         };
     };

@@ -986,3 +986,100 @@ fn dispatch_apertures_reach_every_wave() {
     assert_eq!(e.status(), Status::MemoryApertureViolation, "{e}");
     assert!(e.detail().to_string().contains("0x1000000000004"), "{e}");
 }
+
+/// A memory that records the L2 actions the cache-control instructions ask of it.
+#[derive(Default)]
+struct L2Recorder(std::cell::RefCell<Vec<L2Action>>);
+
+impl DeviceMemory for L2Recorder {
+    fn clock_counter(&self) -> u64 {
+        0
+    }
+    fn read(&self, addr: u64, _buf: &mut [u8]) -> Result<()> {
+        bail!(Status::MemoryFault, "read at {addr:#x}")
+    }
+    fn write(&self, addr: u64, _data: &[u8]) -> Result<()> {
+        bail!(Status::MemoryFault, "write at {addr:#x}")
+    }
+    fn l2_action(&self, action: L2Action) -> Result<()> {
+        self.0.borrow_mut().push(action);
+        Ok(())
+    }
+}
+
+/// The buffer cache-control instructions reach the L2 as AMDGPUUsage's memory models use
+/// them (encodings from llvm-mc-19 `-show-encoding`): on gfx90a `buffer_wbl2` writes back and
+/// `buffer_invl2` invalidates; on gfx942 only with `sc1` (agent or system scope), `sc0` alone
+/// being work-group scope (the L1); `buffer_wbinvl1_vol` is the L1's on both.
+#[test]
+fn cache_control_instructions_reach_the_l2_by_target_and_scope() {
+    use L2Action::{Invalidate, WriteBack};
+    let cases: [(Gfx9Target, [u8; 8], &str, Option<L2Action>); 9] = [
+        (
+            Gfx9Target::Gfx90a,
+            [0, 0, 0xa0, 0xe0, 0, 0, 0, 0],
+            "buffer_wbl2",
+            Some(WriteBack),
+        ),
+        (
+            Gfx9Target::Gfx90a,
+            [0, 0, 0xa4, 0xe0, 0, 0, 0, 0],
+            "buffer_invl2",
+            Some(Invalidate),
+        ),
+        (
+            Gfx9Target::Gfx90a,
+            [0, 0, 0xfc, 0xe0, 0, 0, 0, 0],
+            "buffer_wbinvl1_vol",
+            None,
+        ),
+        (
+            Gfx9Target::Gfx942,
+            [0, 0x80, 0xa4, 0xe0, 0, 0, 0, 0],
+            "buffer_inv sc1",
+            Some(Invalidate),
+        ),
+        (
+            Gfx9Target::Gfx942,
+            [0, 0xc0, 0xa4, 0xe0, 0, 0, 0, 0],
+            "buffer_inv sc0 sc1",
+            Some(Invalidate),
+        ),
+        (
+            Gfx9Target::Gfx942,
+            [0, 0x40, 0xa4, 0xe0, 0, 0, 0, 0],
+            "buffer_inv sc0",
+            None,
+        ),
+        (
+            Gfx9Target::Gfx942,
+            [0, 0xc0, 0xa0, 0xe0, 0, 0, 0, 0],
+            "buffer_wbl2 sc0 sc1",
+            Some(WriteBack),
+        ),
+        (
+            Gfx9Target::Gfx942,
+            [0, 0x80, 0xa0, 0xe0, 0, 0, 0, 0],
+            "buffer_wbl2 sc1",
+            Some(WriteBack),
+        ),
+        (
+            Gfx9Target::Gfx942,
+            [0, 0x40, 0xa0, 0xe0, 0, 0, 0, 0],
+            "buffer_wbl2 sc0",
+            None,
+        ),
+    ];
+    for (target, bytes, text, want) in cases {
+        let inst = decode(&bytes, target).unwrap();
+        assert_eq!(inst.to_string(), text, "{target:?}");
+        let mem = L2Recorder::default();
+        let mut w = Wave::new(0x1000, false);
+        general_step(&mut w, &inst, 0x1000, &mem, &mut []).unwrap();
+        assert_eq!(
+            mem.0.into_inner(),
+            want.into_iter().collect::<Vec<_>>(),
+            "{text} on {target:?}"
+        );
+    }
+}
