@@ -57,6 +57,11 @@
 //!   symbols: a kernel is its kernel descriptor in GPU memory, and messages name it by its
 //!   registration's label or its kernel object. `HSA_RT_EMULATION=host` (or [`EmulatedKfd::set_execution_mode`]) runs
 //!   host implementations only.
+//! - Caches: none by default (every store is visible to every reader at once). With the
+//!   cache model on ([`EmulatedKfd::set_cache_model`], [`CACHE_MODEL_ENV`]) each GPU's waves
+//!   reach coarse-grained memory through an L2 that only a packet's system-scope fences, the
+//!   ISA's `buffer_wbl2`/`buffer_invl2`/`buffer_inv` and PM4 cache actions make coherent, as
+//!   on silicon (the `l2` module's docs).
 //! - CU masks: each compute queue keeps its per-engine CU enable masks (every CU at
 //!   CREATE_QUEUE; SET_CU_MASK maps the user's mask as amdkfd does, [`cu_mask`]); the
 //!   interpreter runs each work-group on an enabled CU, round robin, and gives each wave its
@@ -321,22 +326,18 @@ struct StatCounters {
 }
 
 /// The environment variable that turns the cache model on for every emulated device made
-/// after it is read ([`EmulatedKfd::set_cache_model`]): `1` on, `0`, empty or unset off.
+/// after it is read ([`EmulatedKfd::set_cache_model`]): a switch, `1` on, `0`, empty or unset
+/// off.
 pub const CACHE_MODEL_ENV: &str = "HSA_RT_CACHE_MODEL";
 
-/// The cache model's initial state from [`CACHE_MODEL_ENV`].
+/// The cache model's initial state from [`CACHE_MODEL_ENV`] (a switch,
+/// [`hsa_linux::env::switch`]).
 ///
 /// # Errors
 /// [`Status::InvalidArgument`] naming the variable and the accepted values for any other
 /// value.
 fn cache_model_from_env() -> Result<bool, Error> {
-    let value = std::env::var_os(CACHE_MODEL_ENV);
-    Ok(hsa_linux::env::parse_choice(
-        CACHE_MODEL_ENV,
-        value.as_deref(),
-        &[("0", false), ("1", true)],
-    )?
-    .unwrap_or(false))
+    hsa_linux::env::switch(CACHE_MODEL_ENV)
 }
 
 /// One emulated GPU.
@@ -775,7 +776,8 @@ impl EmulatedKfd {
     ///
     /// # Errors
     /// [`Status::InvalidArgument`] when the topology has no GPU node, two GPUs share a
-    /// `gpu_id`, or `HSA_RT_EMULATION` is set to something other than `interpret` or `host`; [`Status::OutOfResources`] when doorbell pages cannot be allocated;
+    /// `gpu_id`, `HSA_RT_EMULATION` is set to something other than `interpret` or `host`, or
+    /// `HSA_RT_CACHE_MODEL` ([`CACHE_MODEL_ENV`]) to something other than `0` or `1`; [`Status::OutOfResources`] when doorbell pages cannot be allocated;
     /// [`Status::Error`] when `/proc/self/mem` cannot be opened.
     pub fn new(topology: Topology) -> Result<Arc<EmulatedKfd>, Error> {
         // amdkfd's `kfd_init_apertures_v9`, which it uses for gfx9, gfx10 and gfx11 alike
@@ -847,6 +849,10 @@ impl EmulatedKfd {
             .filter(|b| b.heap_type == HeapType::System)
             .fold(0u64, |a, b| a.saturating_add(b.size_bytes));
         let mode = ExecutionMode::from_env()?;
+        let cache_model = cache_model_from_env()?;
+        if cache_model {
+            log::info!("emulated device: cache model on ({CACHE_MODEL_ENV}=1)");
+        }
         let recorder = record::Recorder::from_env()?;
         let user = UserMemory::open()
             .map_err(|e| error!(Status::Error, "emulated device: open /proc/self/mem: {e}"))?;
@@ -872,7 +878,7 @@ impl EmulatedKfd {
                 smi: Mutex::new(smi::SmiClients::default()),
                 mode: AtomicU8::new(mode_code(mode)),
                 threads: AtomicUsize::new(default_threads()),
-                cache_model: AtomicBool::new(cache_model_from_env()?),
+                cache_model: AtomicBool::new(cache_model),
                 stats: StatCounters::default(),
                 event_sinks: RwLock::new(HashMap::new()),
             }),

@@ -1156,6 +1156,7 @@ mod tests {
         dispatches: RefCell<Vec<ComputeDispatch>>,
         polls_left: Cell<u32>,
         write_after_poll: Cell<Option<(u64, u32)>>,
+        l2: RefCell<Vec<L2Action>>,
     }
 
     impl Mem {
@@ -1195,6 +1196,9 @@ mod tests {
         }
         fn end_of_pipe_interrupt(&self, context_id: u32) {
             self.interrupts.borrow_mut().push(context_id);
+        }
+        fn l2_action(&self, action: L2Action) {
+            self.l2.borrow_mut().push(action);
         }
         fn dispatch(&self, dispatch: &ComputeDispatch) -> Result<(), Error> {
             self.dispatches.borrow_mut().push(*dispatch);
@@ -1264,6 +1268,25 @@ mod tests {
         );
         // Nothing written: the IB's 7 dwords are all memory holds.
         assert_eq!(m.words.borrow().len(), 7);
+        // TC_WB then TC: the L2 written back, then invalidated (the cache model's actions).
+        assert_eq!(*m.l2.borrow(), [L2Action::WriteBack, L2Action::Invalidate]);
+    }
+
+    /// `ACQUIRE_MEM` asks the L2 for what its `CP_COHER_CNTL` bits say and nothing else: the
+    /// instruction and scalar caches and the L1 (bits 29, 27, 22) are not the L2's.
+    #[test]
+    fn acquire_mem_acts_on_the_l2_by_its_bits() {
+        for (cntl, want) in [
+            (1 << 18, &[L2Action::WriteBack][..]),
+            (1 << 23, &[L2Action::Invalidate][..]),
+            (1 << 29 | 1 << 27 | 1 << 22, &[][..]),
+        ] {
+            let m = Mem::default();
+            let acquire = [header(OP_ACQUIRE_MEM, 6), cntl, 0xffff_ffff, 0xff, 0, 0, 0];
+            m.put(0x4000, &acquire);
+            execute_fresh(&packet(ib(0x4000, 7)), &m).unwrap();
+            assert_eq!(*m.l2.borrow(), want, "CP_COHER_CNTL {cntl:#x}");
+        }
     }
 
     /// gfx10's form of the same: 8 dwords with GCR_CNTL.
@@ -1351,6 +1374,18 @@ mod tests {
         assert_eq!(m.get(0x7000), Some(0x5678_9abc));
         assert_eq!(m.get(0x7004), Some(0x1234));
         assert_eq!(*m.interrupts.borrow(), [42, 7]);
+        // TC_WB_ACTION_ENA (bit 15) in each: four write-backs, no invalidate (bit 17 clear).
+        assert_eq!(*m.l2.borrow(), [L2Action::WriteBack; 4]);
+        // TC_ACTION_ENA (bit 17) alone invalidates; neither bit: nothing.
+        for (dw1, want) in [
+            (5 << 8 | 1 << 17, &[L2Action::Invalidate][..]),
+            (5 << 8 | 1 << 19, &[][..]),
+        ] {
+            let m = Mem::default();
+            m.put(0x1000, &[header(OP_RELEASE_MEM, 7), dw1, 0, 0, 0, 0, 0, 0]);
+            execute_fresh(&packet(ib(0x1000, 8)), &m).unwrap();
+            assert_eq!(*m.l2.borrow(), want, "dword 1 {dw1:#x}");
+        }
     }
 
     /// NOPs of every form are skipped: a one-dword NOP (count 0x3fff), a NOP with a body, a

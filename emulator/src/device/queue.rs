@@ -716,13 +716,17 @@ impl CpHost<'_> {
                 // The label is made only for a message (not per dispatch).
                 log::debug!(
                     "gpu_id {:#x}: {} interpreted on {}: {} work-groups, {} instructions, \
-                     {:.3} s",
+                     {:.3} s{}",
                     self.gpu_id,
                     label(),
                     target.name(),
                     s.workgroups,
                     s.instructions,
-                    started.elapsed().as_secs_f64()
+                    started.elapsed().as_secs_f64(),
+                    match self.device.l2(self.gpu_id) {
+                        Some(l2) => format!("; L2 (cache model) so far: {:?}", l2.stats()),
+                        None => String::new(),
+                    }
                 );
                 Ok(())
             }
