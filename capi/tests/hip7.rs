@@ -170,8 +170,9 @@ fn hip7_vector_add_on_gfx90a_and_gfx942() {
 /// `capi/hip/hip_check.hip`'s sections built by hipcc 7.2.4 for gfx90a pass on this library:
 /// kernels, shared memory, memsets, pitched memory and images (the image extension), streams
 /// and events (HIP 7's barrier-value packets, TIMESTAMP_FREQUENCY for elapsed times), host
-/// memory, callbacks, symbols, atomics, math, device printf, hiprtc, a bad launch's error, and
-/// memcpy in every direction (the copy engines).
+/// memory, callbacks, symbols, atomics, math, device printf, hiprtc, a bad launch's error,
+/// memcpy in every direction (the copy engines) and modules (`hipModuleLoad` of a `--genco`
+/// code-object bundle).
 #[test]
 fn hip7_check_sections_on_gfx90a() {
     let Some(root) = chroot() else { return };
@@ -180,6 +181,13 @@ fn hip7_check_sections_on_gfx90a() {
         "hip_check.hip",
         "hip_check7",
         &["--offload-arch=gfx90a", "-O2", "-lhiprtc"],
+    );
+    // The `module` section's code-object bundle (`hipModuleLoad`), built with `--genco`.
+    let co = build(
+        &root,
+        "module_kernels.hip",
+        "module_kernels7.co",
+        &["--offload-arch=gfx90a", "-O2", "--genco"],
     );
     let mut failed = Vec::new();
     for section in [
@@ -198,8 +206,12 @@ fn hip7_check_sections_on_gfx90a() {
         "badlaunch",
         "memcpy",
         "images",
+        "module",
     ] {
-        let out = run_ours(&root, None, &exe, &[section]);
+        let out = match section {
+            "module" => run_ours(&root, None, &exe, &[section, &co]),
+            _ => run_ours(&root, None, &exe, &[section]),
+        };
         let (stdout, stderr) = text(&out);
         if !out.status.success() || !stdout.contains(&format!("hip_check: {section} ok")) {
             failed.push(format!("{section}: {:?}\n{stdout}\n{stderr}", out.status));

@@ -648,6 +648,35 @@ fn hip7_sections_on_rocr7_under_kfd_emu() {
     }
 }
 
+/// hip_check's `module` section on ROCR 7.2.4 under kfd-emu: `hipModuleLoad` of a code-object
+/// bundle hipcc 7.2.4 builds with `--genco` for gfx90a and gfx942 (`capi/hip/module_kernels.hip`:
+/// several kernels, a global), `hipModuleGetFunction`, `hipModuleLaunchKernel` with kernel
+/// arguments by pointer and by `HIP_LAUNCH_PARAM_BUFFER_POINTER`, and `hipModuleGetGlobal`.
+#[test]
+fn hip7_module_on_rocr7_under_kfd_emu() {
+    let Some(root) = chroot() else { return };
+    let exe = hip_check7(&root);
+    let co = "/opt/hsa-rt/out/module_kernels7.co";
+    let out = run_in(
+        &root,
+        &[
+            "hipcc",
+            "--offload-arch=gfx90a",
+            "--offload-arch=gfx942",
+            "-O2",
+            "--genco",
+            "/opt/hsa-rt/src/capi/hip/module_kernels.hip",
+            "-o",
+            co,
+        ],
+        false,
+    );
+    let (o, e) = text(&out);
+    assert!(out.status.success(), "hipcc 7.2.4 --genco: {o}\n{e}");
+    let out = kfd_emu7(&root, &[], &[exe, "module", co]);
+    assert_section_ok(&out, "module", false);
+}
+
 /// hip_check's `memcpy` section on ROCR 7.2.4 under kfd-emu: copies past 4 MiB, which ROCR 7
 /// sends to gfx90a's SDMA engine as one COPY LINEAR with a 30-bit count, from pageable host
 /// memory the GPU reaches through an SVM range. It died of SIGSEGV in about half the runs
