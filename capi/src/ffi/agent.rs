@@ -4,6 +4,7 @@
 use alloc::vec::Vec;
 use core::ffi::c_void;
 
+use hsa_core::isa::TargetId;
 use hsa_core::runtime::{Agent, AgentHandle};
 use hsa_core::{bail, Error, Status};
 
@@ -54,18 +55,39 @@ pub(crate) fn agent_of(st: &State, handle: u64) -> Result<&Agent, Error> {
     st.rt().agent(AgentHandle(handle))
 }
 
-/// The agent of an ISA handle (ISAs are the GPU agents' ISAs, one each).
+/// Bit of an ISA handle that names its agent's generic ISA ([`TargetId::generic`]) rather
+/// than the agent's own.
+const GENERIC_ISA: u64 = 1 << 32;
+
+/// The agent of an ISA handle (ISAs are the GPU agents' ISAs: each agent's own, and the
+/// generic one ROCR 7 lists after it) and the ISA the handle names.
 ///
 /// # Errors
-/// `Status::InvalidIsa` for an unknown handle or an agent without an ISA.
-pub(crate) fn isa_agent(st: &State, handle: u64) -> Result<&Agent, Error> {
-    let agent = untag(handle, ISA_BASE)
-        .and_then(|i| st.rt().agents().get(i as usize))
-        .filter(|a| a.isa().is_some());
-    match agent {
-        Some(a) => Ok(a),
+/// `Status::InvalidIsa` for an unknown handle, an agent without an ISA, or a generic handle
+/// of an agent whose processor has no generic target.
+pub(crate) fn isa_of(st: &State, handle: u64) -> Result<(&Agent, TargetId), Error> {
+    let found = untag(handle, ISA_BASE).and_then(|raw| {
+        let a = st.rt().agents().get((raw & !GENERIC_ISA) as usize)?;
+        let own = *a.isa()?;
+        let isa = if raw & GENERIC_ISA != 0 {
+            own.generic()?
+        } else {
+            own
+        };
+        Some((a, isa))
+    });
+    match found {
+        Some(f) => Ok(f),
         None => bail!(Status::InvalidIsa, "ISA handle {handle:#x} is not an ISA"),
     }
+}
+
+/// The agent of an ISA handle ([`isa_of`]).
+///
+/// # Errors
+/// As [`isa_of`].
+pub(crate) fn isa_agent(st: &State, handle: u64) -> Result<&Agent, Error> {
+    isa_of(st, handle).map(|(a, _)| a)
 }
 
 /// The ISA handle of an agent (0 when it has no ISA).
@@ -74,6 +96,21 @@ pub(crate) fn isa_handle(agent: &Agent) -> u64 {
         (Some(_), Some(i)) => ISA_BASE | i as u64,
         _ => 0,
     }
+}
+
+/// The handles of every ISA of an agent, in ROCR 7's order: its own, then its generic one
+/// when its processor is in a generic target's list (none without an ISA).
+pub(crate) fn isa_handles(agent: &Agent) -> Vec<u64> {
+    let own = isa_handle(agent);
+    if own == 0 {
+        return Vec::new();
+    }
+    let generic = agent.isa().and_then(TargetId::generic).is_some();
+    let mut v = alloc::vec![own];
+    if generic {
+        v.push(own | GENERIC_ISA);
+    }
+    v
 }
 
 /// `hsa_iterate_agents`: calls `callback(agent, data)` for every agent in node order.
@@ -329,10 +366,7 @@ pub unsafe extern "C" fn hsa_agent_iterate_isas(
     guard("hsa_agent_iterate_isas", || {
         let st = state::state()?;
         let a = agent_of(&st, agent)?;
-        let handles: Vec<u64> = Some(isa_handle(a))
-            .filter(|h| *h != 0)
-            .into_iter()
-            .collect();
+        let handles = isa_handles(a);
         iterate(&handles, callback, data)
     })
 }
@@ -352,10 +386,10 @@ pub unsafe extern "C" fn hsa_isa_get_info_alt(
 ) -> HsaStatus {
     guard("hsa_isa_get_info_alt", || {
         let st = state::state()?;
-        let a = isa_agent(&st, isa)?;
+        let (a, target) = isa_of(&st, isa)?;
         non_null(value, "value")?;
-        let isa_name = a.isa().map(|i| i.isa_name());
-        let name = isa_name.as_deref().unwrap_or("");
+        let isa_name = target.isa_name();
+        let name: &str = &isa_name;
         // SAFETY: (all arms) `value` is non-NULL and as large as the attribute's type.
         unsafe {
             match attribute {

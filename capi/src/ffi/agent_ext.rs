@@ -22,7 +22,7 @@ use hsa_core::platform::TopologySource;
 use hsa_core::runtime::Agent;
 use hsa_core::{bail, Error, Status};
 
-use super::agent::{agent_of, callback_result, isa_agent, isa_handle};
+use super::agent::{agent_of, callback_result, isa_agent, isa_handles};
 use super::{bad_attribute, guard, non_null, put, HsaStatus};
 use crate::abi::*;
 use crate::state::{self, lock, untag, State};
@@ -185,12 +185,13 @@ pub unsafe extern "C" fn hsa_isa_from_name(name: *const c_char, isa: *mut u64) -
         non_null(isa, "isa")?;
         // SAFETY: non-NULL and NUL-terminated per the caller's contract.
         let wanted = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-        let found = st
-            .rt()
-            .agents()
-            .iter()
-            .find(|a| a.isa().is_some_and(|i| *i.isa_name() == *wanted));
-        let Some(a) = found else {
+        // Every agent's ISAs, its own and its generic one ([`isa_handles`]).
+        let found = st.rt().agents().iter().find_map(|a| {
+            isa_handles(a).into_iter().find(|&h| {
+                super::agent::isa_of(&st, h).is_ok_and(|(_, t)| *t.isa_name() == *wanted)
+            })
+        });
+        let Some(handle) = found else {
             bail!(
                 Status::InvalidIsaName,
                 "no agent has the ISA {wanted:?} (known: {})",
@@ -203,7 +204,7 @@ pub unsafe extern "C" fn hsa_isa_from_name(name: *const c_char, isa: *mut u64) -
             );
         };
         // SAFETY: non-NULL, writable per the caller's contract.
-        unsafe { isa.write(isa_handle(a)) };
+        unsafe { isa.write(handle) };
         Ok(Status::Success)
     })
 }

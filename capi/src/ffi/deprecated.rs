@@ -210,12 +210,9 @@ pub unsafe extern "C" fn hsa_isa_compatible(
     guard("hsa_isa_compatible", || {
         let st = state::state()?;
         non_null(result, "result")?;
-        let code = isa_agent(&st, code_object_isa)?.isa();
-        let agent = isa_agent(&st, agent_isa)?.isa();
-        let compatible = match (code, agent) {
-            (Some(c), Some(a)) => c.check_runs_on(a).is_ok(),
-            _ => false,
-        };
+        let (_, code) = super::agent::isa_of(&st, code_object_isa)?;
+        let (_, agent) = super::agent::isa_of(&st, agent_isa)?;
+        let compatible = code.check_runs_on(&agent).is_ok();
         // SAFETY: non-NULL, a writable bool per the caller's contract.
         unsafe { result.write(compatible) };
         Ok(Status::Success)

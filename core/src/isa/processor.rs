@@ -370,6 +370,18 @@ impl Processor {
         self.row().generic
     }
 
+    /// The generic target whose "Supported Processors" list holds this processor
+    /// (AMDGPUUsage "Generic Processors": gfx900, gfx902, gfx904, gfx906, gfx909 and gfx90c
+    /// → `gfx9-generic`; gfx940, gfx941, gfx942 and gfx950 → `gfx9-4-generic`; ...); `None`
+    /// for a processor in no list (gfx908, gfx90a) and for a generic target. ROCR 7 lists it
+    /// as an agent's second ISA (`GpuAgent`'s `supported_isas_`).
+    pub fn generic_target(self) -> Option<Processor> {
+        if self.is_generic() {
+            return None;
+        }
+        Processor::all().find(|g| g.generic_covers(self))
+    }
+
     /// Whether code for `self` (a generic target) can run on `processor` (a specific one):
     /// `self` is generic and `processor` is in its "Supported Processors" list.
     pub fn generic_covers(self, processor: Processor) -> bool {
@@ -401,6 +413,28 @@ impl fmt::Display for Processor {
 mod tests {
     use super::*;
     use std::string::ToString;
+
+    /// The generic target of each processor, as ROCR 7.2.4's ISA registry pairs them.
+    #[test]
+    fn generic_targets_of_processors() {
+        let generic = |name: &str| {
+            Processor::from_name(name)
+                .unwrap()
+                .generic_target()
+                .map(|g| g.name())
+        };
+        for name in ["gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"] {
+            assert_eq!(generic(name), Some("gfx9-generic"), "{name}");
+        }
+        for name in ["gfx942", "gfx950"] {
+            assert_eq!(generic(name), Some("gfx9-4-generic"), "{name}");
+        }
+        assert_eq!(generic("gfx908"), None);
+        assert_eq!(generic("gfx90a"), None);
+        assert_eq!(generic("gfx1030"), Some("gfx10-3-generic"));
+        assert_eq!(generic("gfx1100"), Some("gfx11-generic"));
+        assert_eq!(generic("gfx9-generic"), None);
+    }
 
     #[test]
     fn mach_values_match_llvm_readelf() {

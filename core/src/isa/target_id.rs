@@ -271,6 +271,29 @@ impl TargetId {
         IsaName(s)
     }
 
+    /// The generic ISA an agent of this ISA also supports, as ROCR 7 lists it after the
+    /// agent's own (`hsa_agent_iterate_isas`; its ISA registry): the processor's generic
+    /// target ([`Processor::generic_target`]) with each of XNACK and SRAMECC as the agent has
+    /// it where the generic target has the feature (`gfx942:sramecc+:xnack-` →
+    /// `gfx9-4-generic:sramecc+:xnack-`, `gfx906:sramecc+:xnack-` → `gfx9-generic:xnack-`),
+    /// generic version 1; `None` when the processor is in no generic target's list.
+    pub fn generic(&self) -> Option<TargetId> {
+        let processor = self.processor.generic_target()?;
+        let keep = |supported: bool, setting: FeatureSetting| {
+            if supported {
+                setting
+            } else {
+                FeatureSetting::Unsupported
+            }
+        };
+        Some(TargetId {
+            processor,
+            xnack: keep(processor.supports_xnack(), self.xnack),
+            sramecc: keep(processor.supports_sramecc(), self.sramecc),
+            generic_version: 1,
+        })
+    }
+
     /// Whether a code object for `self` can be loaded on an agent whose ISA is `agent`.
     ///
     /// Rules (AMDGPUUsage "Target ID", "Generic Processor Versioning"): the processors are
@@ -366,6 +389,33 @@ impl PartialEq<&str> for IsaName {
 mod tests {
     use super::*;
     use std::string::ToString;
+
+    /// An agent's generic ISA as ROCR 7.2.4's rocminfo prints it ("ISA 2"): the features the
+    /// generic target has, set as the agent's; its code objects run on the agent.
+    #[test]
+    fn generic_isa_of_an_agent() {
+        let name = |agent: &str| {
+            TargetId::parse(agent)
+                .unwrap()
+                .generic()
+                .map(|g| g.isa_name().to_string())
+        };
+        assert_eq!(
+            name("gfx942:sramecc+:xnack-").as_deref(),
+            Some("amdgcn-amd-amdhsa--gfx9-4-generic:sramecc+:xnack-")
+        );
+        assert_eq!(
+            name("gfx900:xnack-").as_deref(),
+            Some("amdgcn-amd-amdhsa--gfx9-generic:xnack-")
+        );
+        assert_eq!(
+            name("gfx906:sramecc+:xnack+").as_deref(),
+            Some("amdgcn-amd-amdhsa--gfx9-generic:xnack+")
+        );
+        assert_eq!(name("gfx90a:sramecc+:xnack-"), None);
+        let agent = TargetId::parse("gfx942:sramecc+:xnack-").unwrap();
+        assert!(agent.generic().unwrap().check_runs_on(&agent).is_ok());
+    }
 
     #[test]
     fn e_flags_of_test_files() {

@@ -122,6 +122,8 @@ pub struct Agent {
     node: NodeProperties,
     isa: Option<TargetId>,
     cache_sizes_bytes: [u32; 4],
+    /// The line size of the node's first level-2 cache that states one, bytes (0: none does).
+    l2_line_bytes: u32,
     memory_width_bits: u32,
     memory_clock_mhz: u32,
 }
@@ -139,8 +141,12 @@ impl Agent {
         xnack_on: bool,
     ) -> Agent {
         let mut cache_sizes_bytes = [0u32; 4];
+        let mut l2_line_bytes = 0;
         let is_cpu = node.simd_count == 0;
         for cache in caches {
+            if cache.level == 2 && l2_line_bytes == 0 {
+                l2_line_bytes = cache.cache_line_size_bytes;
+            }
             let level = cache.level as usize;
             if !(1..=4).contains(&level) {
                 continue;
@@ -164,6 +170,7 @@ impl Agent {
             node,
             isa,
             cache_sizes_bytes,
+            l2_line_bytes,
             memory_width_bits,
             memory_clock_mhz,
         }
@@ -381,10 +388,13 @@ impl Agent {
         }
     }
 
-    /// `HSA_AMD_AGENT_INFO_CACHELINE_SIZE`: bytes (128 on AMD GPUs, 64 on x86 CPUs).
+    /// `HSA_AMD_AGENT_INFO_CACHELINE_SIZE`, bytes. A GPU answers as ROCR's `GpuAgent` does:
+    /// the line size of its first level-2 cache in the topology that states one (128 on gfx9
+    /// parts), else 64 (KFD reports 0 on some machines: the MI300 captures' caches all say
+    /// `cache_line_size 0`). A CPU answers 64, as ROCR's `CpuAgent`.
     pub fn cacheline_size(&self) -> u32 {
-        if self.is_gpu() {
-            128
+        if self.is_gpu() && self.l2_line_bytes != 0 {
+            self.l2_line_bytes
         } else {
             64
         }
@@ -654,6 +664,45 @@ mod tests {
             unique_id: 0x1000_0000_0000_0401,
             ..NodeProperties::default()
         }
+    }
+
+    /// ROCR's rule: the first level-2 cache's line size, else 64 (the MI300 captures state
+    /// none); a CPU says 64 whatever its caches say.
+    #[test]
+    fn cacheline_size_is_the_first_l2_line_size_else_64() {
+        let cache = |level, line| Cache {
+            processor_id_low: 0,
+            level,
+            size_kib: 8192,
+            cache_line_size_bytes: line,
+            cache_type: 1,
+        };
+        let gpu = |caches: &[Cache]| {
+            Agent::new(
+                AgentHandle::from_index(1),
+                mi210(),
+                caches.iter().copied(),
+                0,
+                0,
+                false,
+            )
+            .cacheline_size()
+        };
+        assert_eq!(gpu(&[cache(1, 64), cache(2, 128), cache(2, 256)]), 128);
+        assert_eq!(gpu(&[cache(2, 0), cache(2, 128)]), 128);
+        assert_eq!(gpu(&[cache(1, 128), cache(2, 0)]), 64);
+        assert_eq!(gpu(&[]), 64);
+        let mut cpu = mi210();
+        cpu.simd_count = 0;
+        let cpu = Agent::new(
+            AgentHandle::from_index(0),
+            cpu,
+            [cache(2, 128)].into_iter(),
+            0,
+            0,
+            false,
+        );
+        assert_eq!(cpu.cacheline_size(), 64);
     }
 
     #[test]
