@@ -167,6 +167,28 @@ fn hip7_vector_add_on_gfx90a_and_gfx942() {
     }
 }
 
+/// `capi/hip/vector_add.hip` built for `gfx9-4-generic` alone (a code object v6 with generic
+/// version 1) verifies on the emulated gfx942: HIP 7.2.4 picks the generic code object for the
+/// agent although this library lists only the agent's own ISA (`hsa_agent_iterate_isas`; see
+/// `docs/rocm7-status.md`), and the loader takes it on a processor it covers.
+#[test]
+fn hip7_gfx9_4_generic_code_runs_on_gfx942() {
+    let Some(root) = chroot() else { return };
+    let exe = build(
+        &root,
+        "vector_add.hip",
+        "vector_add7_gfx9_4_generic",
+        &["--offload-arch=gfx9-4-generic"],
+    );
+    let out = run_ours(&root, Some("gfx942"), &exe, &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("vector_add: verified 65536 elements on gfx942:sramecc+:xnack-"),
+        "{stdout}"
+    );
+}
+
 /// `capi/hip/hip_check.hip`'s sections built by hipcc 7.2.4 for gfx90a pass on this library:
 /// kernels, shared memory, memsets, pitched memory and images (the image extension), streams
 /// and events (HIP 7's barrier-value packets, TIMESTAMP_FREQUENCY for elapsed times), host
