@@ -130,18 +130,14 @@ pub trait ProcessorHost {
     /// satisfied. The processor itself has issued an Acquire memory fence already. A command
     /// processor invalidates its caches here (at system scope, the L2 on gfx9). The default
     /// does nothing: a host whose memory has no cache of its own.
-    fn acquire_fence(&self, scope: FenceScope) {
-        let _ = scope;
-    }
+    fn acquire_fence(&self, _scope: FenceScope) {}
 
     /// The device's cache actions for a packet's release fence of `scope` (HSA PSA 2.9: the
     /// release makes what the packet wrote visible to the agents of that scope), applied
     /// after the packet completed and before its completion signal is decremented, ahead of
     /// the processor's own Release memory fence. A command processor writes its caches back
     /// here (at system scope, the L2 on gfx9). The default does nothing.
-    fn release_fence(&self, scope: FenceScope) {
-        let _ = scope;
-    }
+    fn release_fence(&self, _scope: FenceScope) {}
 
     /// Turns a signal handle from a packet (never null) into a live signal. The host must
     /// check that the handle names a signal it knows, so that an untrusted packet can never

@@ -20,6 +20,7 @@ use super::{
     DecodedAgentDispatch, DecodedKernelDispatch, PacketProcessor, ProcessorHost, Progress,
     RingConsumer,
 };
+use crate::abi::packet::FenceScope;
 use crate::abi::queue::{AmdQueue, AMD_QUEUE_PROPERTIES_ENABLE_PROFILING};
 use crate::abi::signal::AmdSignal;
 use crate::abi::SignalHandle;
@@ -186,6 +187,9 @@ struct Host<'a> {
     log: RefCell<Vec<String>>,
     /// (packet_address, queue_address) of each kernel dispatch.
     addresses: RefCell<Vec<(u64, u64)>>,
+    /// Whether the fence hooks log too (`acquire <scope>`, `release <scope>`, with the
+    /// completion signal's value at the call).
+    log_fences: bool,
 }
 
 impl<'a> Host<'a> {
@@ -200,6 +204,7 @@ impl<'a> Host<'a> {
             tick_reads: Cell::new(0),
             log: RefCell::new(Vec::new()),
             addresses: RefCell::new(Vec::new()),
+            log_fences: false,
         }
     }
 
@@ -209,6 +214,22 @@ impl<'a> Host<'a> {
 }
 
 impl ProcessorHost for Host<'_> {
+    fn acquire_fence(&self, scope: FenceScope) {
+        if self.log_fences {
+            self.log.borrow_mut().push(format!("acquire {scope:?}"));
+        }
+    }
+
+    fn release_fence(&self, scope: FenceScope) {
+        if self.log_fences {
+            // Signal 2 is the kernel's completion signal in the fence test: not yet decremented.
+            let last = self.signals.value(2);
+            self.log
+                .borrow_mut()
+                .push(format!("release {scope:?} (completion {last})"));
+        }
+    }
+
     fn execute_kernel(&self, d: &DecodedKernelDispatch) -> Result<()> {
         self.log
             .borrow_mut()
@@ -516,4 +537,56 @@ fn device_addresses_default_to_the_host_addresses() {
     assert_eq!(got[1], (slots + 64, queue));
     assert_eq!(got[9], (slots + 64, queue));
     assert_eq!(got[7], (slots + 7 * 64, queue));
+}
+
+/// The host's fence hooks (its caches' actions): a kernel's acquire before it runs and its
+/// release after it, before the completion signal drops; a barrier's acquire only once its
+/// dependencies are satisfied (never while it blocks); no hook for a scope of None.
+#[test]
+fn fence_hooks_run_at_launch_and_before_the_completion_signal() {
+    let signals = Signals::new(&[1, 1, 1], false);
+    let host = Host {
+        log_fences: true,
+        ..Host::new(&signals)
+    };
+    let mut q = Queue::new(false, SignalHandle::NULL);
+    q.push(
+        KernelDispatch {
+            flags: HeaderFlags {
+                barrier: false,
+                acquire_fence_scope: FenceScope::Agent,
+                release_fence_scope: FenceScope::System,
+            },
+            completion_signal: signals.handle(2),
+            ..KernelDispatch::one_dimensional(GpuVa(0x40_0000), GpuVa(0x50_0000), 64, 256)
+        }
+        .emit(),
+    );
+    let flags = HeaderFlags {
+        barrier: false,
+        acquire_fence_scope: FenceScope::System,
+        release_fence_scope: FenceScope::None,
+    };
+    q.push(BarrierAnd::new(flags, &[signals.handle(0)], signals.handle(1)).and_then(|b| b.emit()));
+    // The kernel, its fences and the barrier's, without the events the signals raise.
+    let fences = || -> Vec<String> {
+        host.log()
+            .into_iter()
+            .filter(|l| !l.starts_with("event"))
+            .collect()
+    };
+    assert_eq!(q.processor.process(&host, 8), Progress::Processed(1));
+    assert_eq!(q.processor.process(&host, 8), Progress::Blocked);
+    assert_eq!(
+        fences(),
+        ["acquire Agent", "kernel 0", "release System (completion 1)"]
+    );
+    signals.set(0, 0);
+    assert_eq!(q.processor.process(&host, 8), Progress::Processed(1));
+    assert_eq!(
+        fences()[3..],
+        [String::from("acquire System")],
+        "the barrier's acquire once satisfied, and no release of scope None"
+    );
+    assert_eq!((signals.value(1), signals.value(2)), (0, 0));
 }
