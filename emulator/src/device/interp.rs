@@ -128,6 +128,16 @@ impl<'a> GpuMemory<'a> {
             .map(|a| Placement::of(a, self.gpu_id))
     }
 
+    /// The buffer object at device address `line` now, for the L2's write-backs and
+    /// evictions. It takes the allocation table's read lock itself, under the L2's lock:
+    /// always in that order, so a writer queued on the table cannot deadlock the two.
+    fn resolve(&self, line: u64) -> Option<Placement> {
+        let allocs = self.allocs.read().unwrap_or_else(PoisonError::into_inner);
+        allocs
+            .containing(line, 1)
+            .map(|a| Placement::of(a, self.gpu_id))
+    }
+
     /// The cached placement of `addr..addr+len` when the cache model is on and the memory is
     /// cached there.
     fn cached(&self, addr: u64, len: u64) -> Option<(&'a L2, Placement)> {
@@ -324,7 +334,7 @@ impl DeviceMemory for GpuMemory<'_> {
         let len = buf.len() as u64;
         if let Some((l2, p)) = self.cached(addr, len) {
             return l2
-                .read(&p, addr, buf)
+                .read(&p, addr, buf, &|line| self.resolve(line))
                 .map_err(|at| self.unmapped(addr, len, at, "read"));
         }
         match self.lookup(addr, len) {
@@ -338,7 +348,7 @@ impl DeviceMemory for GpuMemory<'_> {
     fn write(&self, addr: u64, data: &[u8]) -> hsa_core::Result<()> {
         let len = data.len() as u64;
         if let Some((l2, p)) = self.cached(addr, len) {
-            l2.write(&p, addr, data);
+            l2.write(&p, addr, data, &|line| self.resolve(line));
             return Ok(());
         }
         match self.lookup(addr, len) {
@@ -477,14 +487,7 @@ impl DeviceMemory for GpuMemory<'_> {
         };
         match action {
             L2Action::Invalidate => l2.invalidate(),
-            L2Action::WriteBack => {
-                let allocs = self.allocs.read().unwrap_or_else(PoisonError::into_inner);
-                l2.write_back(&|line| {
-                    allocs
-                        .containing(line, 1)
-                        .map(|a| Placement::of(a, self.gpu_id))
-                });
-            }
+            L2Action::WriteBack => l2.write_back(&|line| self.resolve(line)),
         }
         Ok(())
     }

@@ -29,9 +29,10 @@
 //!
 //! Not modelled: the per-CU L1 and scalar caches (coherence between work-groups of one agent),
 //! gfx942's L2 per XCC (one L2 per GPU here), the `sc0 sc1` write-through of a gfx942
-//! system-scope store (it stays dirty until a write-back), and cache capacity (nothing is
-//! evicted for lack of room). Accesses that cross from one buffer object into the next go to
-//! memory uncached. Each line remembers the buffer object (KFD handle) it caches; when the
+//! system-scope store (it stays dirty until a write-back), and the hardware's replacement
+//! policy: the cache holds [`CAPACITY_LINES`] lines and a new line past them evicts an
+//! arbitrary one (written back when dirty). Accesses that cross from one buffer object into
+//! the next go to memory uncached. Each line remembers the buffer object (KFD handle) it caches; when the
 //! address belongs to another one (the memory was freed and the address reused), the line is
 //! dropped, dirty bytes included: the memory they were written to no longer exists.
 
@@ -43,6 +44,14 @@ use super::memory::{Alloc, Kind};
 
 /// Bytes per L2 line on gfx90a and gfx942 (the unit a fill and the masks cover).
 pub(crate) const LINE_BYTES: u64 = 128;
+
+/// Lines an [`L2`] holds: 8 MiB, an MI210's L2 (an MI300X XCD has 4 MiB). A new line past it
+/// evicts one, written back first when dirty, as the hardware makes room.
+pub(crate) const CAPACITY_LINES: usize = (8 << 20) / LINE_BYTES as usize;
+
+/// Finds the buffer object at a device address now, for a write-back ([`L2::write_back`], an
+/// eviction); `None` when no live one holds it.
+pub(crate) type Resolve<'a> = &'a dyn Fn(u64) -> Option<Placement>;
 
 /// How a GPU's L2 treats a buffer object (the MTYPE amdgpu maps it with).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,6 +189,8 @@ pub struct CacheStats {
     /// Lines dropped with dirty bytes that reached no memory: their buffer object was freed
     /// (or another took its address), or its user pages were unmapped.
     pub discarded_dirty: u64,
+    /// Lines evicted to make room ([`CAPACITY_LINES`]); the dirty ones were written back first.
+    pub evicted: u64,
 }
 
 /// One GPU's L2 (see the module docs). Shared by the threads that run the GPU's work-groups
@@ -214,6 +225,48 @@ fn pieces(addr: u64, len: usize) -> impl Iterator<Item = (u64, usize, usize, usi
     })
 }
 
+/// The line at `line` for buffer object `owner`, made (empty) when absent, after evicting one
+/// when the cache is full; a line of another buffer object there is dropped (its memory is
+/// gone), its dirty bytes counted as discarded.
+fn line_for<'s>(
+    lines: &'s mut HashMap<u64, Line>,
+    stats: &mut CacheStats,
+    line: u64,
+    owner: u64,
+    resolve: Resolve<'_>,
+) -> &'s mut Line {
+    if !lines.contains_key(&line) && lines.len() >= CAPACITY_LINES {
+        evict_one(lines, stats, resolve);
+    }
+    let l = lines.entry(line).or_insert_with(|| Line::new(owner));
+    if l.owner != owner {
+        if l.dirty != 0 {
+            stats.discarded_dirty += 1;
+        }
+        *l = Line::new(owner);
+    }
+    l
+}
+
+/// Evicts one line (the first the table yields: an arbitrary one, as a real L2's replacement
+/// is to a program), writing its dirty bytes back when its buffer object is still there.
+fn evict_one(lines: &mut HashMap<u64, Line>, stats: &mut CacheStats, resolve: Resolve<'_>) {
+    let Some(&victim) = lines.keys().next() else {
+        return;
+    };
+    let Some(mut l) = lines.remove(&victim) else {
+        return;
+    };
+    stats.evicted += 1;
+    if l.dirty == 0 {
+        return;
+    }
+    match resolve(victim).filter(|p| p.owner == l.owner) {
+        Some(p) if l.write_back(victim, &p).is_ok() => stats.written_back += 1,
+        _ => stats.discarded_dirty += 1,
+    }
+}
+
 impl L2 {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -231,11 +284,17 @@ impl L2 {
     }
 
     /// A wave's load of `out.len()` bytes at `addr`, inside the buffer object `p` (cached:
-    /// not [`Caching::Uncached`]).
+    /// not [`Caching::Uncached`]); `resolve` serves an eviction.
     ///
     /// # Errors
     /// The device address of the first byte that faulted (user pages gone).
-    pub(crate) fn read(&self, p: &Placement, addr: u64, out: &mut [u8]) -> Result<(), u64> {
+    pub(crate) fn read(
+        &self,
+        p: &Placement,
+        addr: u64,
+        out: &mut [u8],
+        resolve: Resolve<'_>,
+    ) -> Result<(), u64> {
         let mut s = self.state();
         let State { lines, stats } = &mut *s;
         for (line, off, n, at) in pieces(addr, out.len()) {
@@ -256,13 +315,7 @@ impl L2 {
                 }
                 continue;
             }
-            let l = lines.entry(line).or_insert_with(|| Line::new(p.owner));
-            if l.owner != p.owner {
-                if l.dirty != 0 {
-                    stats.discarded_dirty += 1;
-                }
-                *l = Line::new(p.owner);
-            }
+            let l = line_for(lines, stats, line, p.owner, resolve);
             let want = mask(off, n);
             if l.valid & want != want {
                 // Fill the line's bytes in the buffer object that it does not hold.
@@ -283,18 +336,13 @@ impl L2 {
     }
 
     /// A wave's store of `data` at `addr`, inside the buffer object `p` (cached): the bytes
-    /// stay in the L2, dirty, until a write-back.
-    pub(crate) fn write(&self, p: &Placement, addr: u64, data: &[u8]) {
+    /// stay in the L2, dirty, until a write-back or the line's eviction; `resolve` serves an
+    /// eviction.
+    pub(crate) fn write(&self, p: &Placement, addr: u64, data: &[u8], resolve: Resolve<'_>) {
         let mut s = self.state();
         let State { lines, stats } = &mut *s;
         for (line, off, n, at) in pieces(addr, data.len()) {
-            let l = lines.entry(line).or_insert_with(|| Line::new(p.owner));
-            if l.owner != p.owner {
-                if l.dirty != 0 {
-                    stats.discarded_dirty += 1;
-                }
-                *l = Line::new(p.owner);
-            }
+            let l = line_for(lines, stats, line, p.owner, resolve);
             l.data[off..off + n].copy_from_slice(&data[at..at + n]);
             let m = mask(off, n);
             l.valid |= m;
@@ -345,7 +393,7 @@ impl L2 {
     /// object is gone (or is another one) is dropped, as is one whose user pages are gone,
     /// each counted and logged. Clean lines of non-coherent memory stay; lines of local VRAM
     /// hold nothing once written back and go.
-    pub(crate) fn write_back(&self, resolve: &dyn Fn(u64) -> Option<Placement>) {
+    pub(crate) fn write_back(&self, resolve: Resolve<'_>) {
         let mut s = self.state();
         let State { lines, stats } = &mut *s;
         lines.retain(|&line, l| {
@@ -421,7 +469,7 @@ mod tests {
 
     fn gpu_read(l2: &L2, p: &Placement, addr: u64, n: usize) -> Vec<u8> {
         let mut v = vec![0; n];
-        l2.read(p, addr, &mut v).unwrap();
+        l2.read(p, addr, &mut v, &|_| None).unwrap();
         v
     }
 
@@ -470,7 +518,7 @@ mod tests {
     fn stores_reach_memory_at_the_write_back_and_only_the_dirty_bytes() {
         let l2 = L2::default();
         let (_b, p) = object(0x20_0000, 1, 8, Caching::NonCoherent);
-        l2.write(&p, 0x20_0010, &[0xAA; 4]);
+        l2.write(&p, 0x20_0010, &[0xAA; 4], &|_| None);
         assert_eq!(host_read(&p, 0x20_0010, 4), [0; 4], "not yet in memory");
         // The host writes the next bytes of the same line meanwhile.
         host_write(&p, 0x20_0014, &[0x55; 4]);
@@ -505,7 +553,7 @@ mod tests {
             [3, 4],
             "no stale local line"
         );
-        l2.write(&p, 0x30_0001, &[7]);
+        l2.write(&p, 0x30_0001, &[7], &|_| None);
         host_write(&p, 0x30_0000, &[5, 6]);
         assert_eq!(gpu_read(&l2, &p, 0x30_0000, 2), [5, 7]);
         assert_eq!(host_read(&p, 0x30_0000, 2), [5, 6], "the host sees memory");
@@ -519,7 +567,7 @@ mod tests {
     fn an_atomic_writes_its_line_back_and_drops_it() {
         let l2 = L2::default();
         let (_b, p) = object(0x40_0000, 1, 10, Caching::NonCoherent);
-        l2.write(&p, 0x40_0000, &5u32.to_le_bytes());
+        l2.write(&p, 0x40_0000, &5u32.to_le_bytes(), &|_| None);
         let old = l2
             .atomic(&p, 0x40_0000, 4, || {
                 let v = u32::from_le_bytes(host_read(&p, 0x40_0000, 4).try_into().unwrap());
@@ -540,15 +588,49 @@ mod tests {
         let (_b1, old) = object(0x50_0000, 1, 11, Caching::NonCoherent);
         host_write(&old, 0x50_0000, &[1]);
         assert_eq!(gpu_read(&l2, &old, 0x50_0000, 1), [1]);
-        l2.write(&old, 0x50_0008, &[2]);
+        l2.write(&old, 0x50_0008, &[2], &|_| None);
         let (_b2, new) = object(0x50_0000, 1, 12, Caching::NonCoherent);
         host_write(&new, 0x50_0000, &[3]);
         assert_eq!(gpu_read(&l2, &new, 0x50_0000, 1), [3]);
         assert_eq!(l2.stats().discarded_dirty, 1);
-        l2.write(&old, 0x50_0100, &[4]);
+        l2.write(&old, 0x50_0100, &[4], &|_| None);
         l2.write_back(&|_| Some(new));
         assert_eq!(host_read(&new, 0x50_0100, 1), [0]);
         assert_eq!(l2.stats().discarded_dirty, 2);
+    }
+
+    /// Past [`CAPACITY_LINES`] a new line evicts one, and a dirty line evicted reaches
+    /// memory: after a store to every line of twice the capacity, every byte is in memory or
+    /// in the cache, the cache holds exactly its capacity, and a write-back leaves nothing
+    /// unwritten.
+    #[test]
+    fn a_full_cache_evicts_and_writes_dirty_lines_back() {
+        let lines = 2 * CAPACITY_LINES as u64;
+        let pages = lines * LINE_BYTES / 4096;
+        let (_b, p) = object(0x100_0000, pages, 14, Caching::Local);
+        let l2 = L2::default();
+        let resolve = |_: u64| Some(p);
+        for i in 0..lines {
+            l2.write(&p, p.va + i * LINE_BYTES, &[(i % 251) as u8 + 1], &resolve);
+        }
+        assert_eq!(l2.lines(), CAPACITY_LINES);
+        let stats = l2.stats();
+        assert_eq!(stats.evicted, lines - CAPACITY_LINES as u64);
+        assert_eq!(stats.written_back, stats.evicted);
+        l2.write_back(&resolve);
+        for i in (0..lines).step_by(997) {
+            assert_eq!(
+                host_read(&p, p.va + i * LINE_BYTES, 1),
+                [(i % 251) as u8 + 1],
+                "line {i}"
+            );
+        }
+        // An evicted line whose object is gone is discarded, not written anywhere.
+        let l2 = L2::default();
+        for i in 0..=CAPACITY_LINES as u64 {
+            l2.write(&p, p.va + i * LINE_BYTES, &[0xEE], &|_| None);
+        }
+        assert_eq!((l2.stats().evicted, l2.stats().discarded_dirty), (1, 1));
     }
 
     /// A line at an object's end fills only the object's bytes.

@@ -494,21 +494,25 @@ impl Device {
     /// The CP's cache action for a packet's release fence of `scope` on GPU `gpu_id`, applied
     /// after the packet ran and before its completion signal: at system scope the L2 writes
     /// every dirty byte back to memory, so the host, the SDMA engines and the other GPUs see
-    /// what the kernel wrote. Agent scope and below do nothing to the L2. Nothing when the
-    /// cache model is off.
+    /// what the kernel wrote. Agent scope and below do nothing to the L2. With the cache model
+    /// off the L2 is empty (but for a dispatch that started with it on) and this costs a lock.
     pub(crate) fn release_fence(&self, gpu_id: u32, scope: hsa_core::abi::packet::FenceScope) {
         if scope == hsa_core::abi::packet::FenceScope::System {
             self.write_back_l2(gpu_id);
         }
     }
 
-    /// Writes GPU `gpu_id`'s dirty L2 bytes to memory ([`l2::L2::write_back`]), when the cache
-    /// model is on.
+    /// Writes GPU `gpu_id`'s dirty L2 bytes to memory ([`l2::L2::write_back`]). Also when the
+    /// cache model was turned off since: a dispatch that was running then finishes with the L2
+    /// it started with, and its lines reach memory here (an empty L2 costs one lock).
     pub(crate) fn write_back_l2(&self, gpu_id: u32) {
-        if let Some(l2) = self.l2(gpu_id) {
-            let allocs = self.allocs.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(l2) = self.gpu(gpu_id).map(|g| &g.l2) {
+            // The allocation table's read lock per line, under the L2's lock: the order of
+            // every path into the L2 (a queued writer cannot deadlock the two).
             l2.write_back(&|line| {
-                allocs
+                self.allocs
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
                     .containing(line, 1)
                     .map(|a| l2::Placement::of(a, gpu_id))
             });
@@ -956,7 +960,9 @@ impl EmulatedKfd {
     /// `buffer_invl2`, gfx942's `buffer_inv sc1`) make coherent with the host, the SDMA engines
     /// and the other GPUs, as on silicon (AMDGPUUsage's gfx90a and gfx942 memory models); a
     /// program that forgets a fence reads stale data. Turning it off writes every dirty line
-    /// back first. Dispatches running meanwhile see the change from their next access on.
+    /// back first. A dispatch running meanwhile keeps the choice it started with to its end;
+    /// when the model was turned off under it, its packet's system-scope release (or the next
+    /// one's, or turning the model off again) writes its lines back, so nothing is lost.
     pub fn set_cache_model(&self, on: bool) {
         let d = &self.device;
         if !on {
