@@ -189,7 +189,8 @@ pub struct CacheStats {
     /// Lines dropped with dirty bytes that reached no memory: their buffer object was freed
     /// (or another took its address), or its user pages were unmapped.
     pub discarded_dirty: u64,
-    /// Lines evicted to make room ([`CAPACITY_LINES`]); the dirty ones were written back first.
+    /// Lines evicted to make room (the L2 holds 8 MiB of lines); the dirty ones were written
+    /// back first.
     pub evicted: u64,
 }
 
