@@ -18,7 +18,8 @@ pub mod capability;
 pub mod fake;
 
 pub use capability::{
-    Capabilities, HostMemoryRegistration, MemoryFaultReports, MemorySharing, SdmaQueues,
+    AccessPermission, Capabilities, HostMemoryRegistration, MemoryFaultReports, MemorySharing,
+    SdmaQueues, VirtualAddressRanges,
 };
 
 use core::fmt;

@@ -22,6 +22,7 @@
 mod cwsr;
 pub mod monitor;
 mod platform_impl;
+mod ranges;
 pub use platform_impl::abort_on_queue_error;
 mod process;
 pub mod va;
@@ -134,6 +135,9 @@ struct ChunkRecord {
     size: u64,
     /// KFD handle; `None` for host memory of a machine without GPUs.
     handle: Option<u64>,
+    /// The `gpu_id` KFD allocated (or imported) the buffer object on; `None` for host memory
+    /// of a machine without GPUs and for registered host memory.
+    gpu: Option<u32>,
     mapped_to: Vec<u32>,
     /// Registered host memory of the application (`register_host_memory`).
     user: bool,
@@ -241,6 +245,8 @@ pub struct LinuxPlatform {
     /// fault or hang): a platform that makes no queue (a report on the topology) creates no
     /// KFD event and so needs no event page.
     monitor: OnceLock<monitor::Monitor>,
+    /// The virtual-memory API's reservations and mappings (`ranges`).
+    ranges: Mutex<ranges::Ranges>,
     /// Held while the monitor starts (one start, however many threads make their first
     /// queue at once); holds the memory-fault handler, which a monitor started later gets.
     monitor_start: Mutex<Option<MemoryFaultHandler>>,
@@ -482,6 +488,7 @@ impl LinuxPlatform {
             state: Mutex::new(State::default()),
             xnack,
             monitor: OnceLock::new(),
+            ranges: Mutex::new(ranges::Ranges::default()),
             monitor_start: Mutex::new(None),
         })
     }
@@ -810,7 +817,7 @@ impl LinuxPlatform {
         }
         let Some(gpu_id) = alloc_gpu else {
             // No GPU at all: plain host memory, nothing for KFD to know.
-            self.record(va, size, None, Vec::new());
+            self.record(va, size, None, None, Vec::new());
             return Ok(self.chunk(va, size, 0));
         };
         let mut a = AllocMemoryOfGpuArgs {
@@ -842,7 +849,7 @@ impl LinuxPlatform {
             if call(drv, &mut FreeMemoryOfGpuArgs { handle }).is_err() {
                 // KFD still holds the buffer: keep it recorded so that its addresses are not
                 // reused and the platform's drop retries the free.
-                self.record(va, size, Some(handle), Vec::new());
+                self.record(va, size, Some(handle), Some(gpu_id), Vec::new());
             }
             e
         };
@@ -872,7 +879,7 @@ impl LinuxPlatform {
         if !map_to.is_empty() {
             self.map_handle(handle, map_to).map_err(undo)?;
         }
-        self.record(va, size, Some(handle), map_to.to_vec());
+        self.record(va, size, Some(handle), Some(gpu_id), map_to.to_vec());
         Ok(self.chunk(va, size, handle))
     }
 
@@ -894,12 +901,20 @@ impl LinuxPlatform {
         }
     }
 
-    fn record(&self, va: u64, size: u64, handle: Option<u64>, mapped_to: Vec<u32>) {
+    fn record(
+        &self,
+        va: u64,
+        size: u64,
+        handle: Option<u64>,
+        gpu: Option<u32>,
+        mapped_to: Vec<u32>,
+    ) {
         lock(&self.state).chunks.insert(
             va,
             ChunkRecord {
                 size,
                 handle,
+                gpu,
                 mapped_to,
                 user: false,
                 carved: true,
@@ -923,6 +938,7 @@ impl LinuxPlatform {
             ChunkRecord {
                 size,
                 handle,
+                gpu: None,
                 mapped_to,
                 user: true,
                 carved,
@@ -968,7 +984,7 @@ impl LinuxPlatform {
                 if rec.user {
                     self.record_user(va, rec.size, Some(handle), mapped_to, rec.carved);
                 } else {
-                    self.record(va, rec.size, Some(handle), mapped_to);
+                    self.record(va, rec.size, Some(handle), rec.gpu, mapped_to);
                 }
                 return Err(e.with_status(Status::ResourceFree));
             }
@@ -1141,7 +1157,7 @@ impl LinuxPlatform {
         let handle = a.handle;
         let undo = |e: Error| {
             if call(drv, &mut FreeMemoryOfGpuArgs { handle }).is_err() {
-                self.record(va, size, Some(handle), Vec::new());
+                self.record(va, size, Some(handle), Some(import_gpu), Vec::new());
             } else {
                 let _ = self.process.va.release(va);
             }
@@ -1163,7 +1179,7 @@ impl LinuxPlatform {
         }
         // The buffer object and the host mapping hold the dma-buf now.
         drop(fd);
-        self.record(va, size, Some(handle), gpu_ids);
+        self.record(va, size, Some(handle), Some(import_gpu), gpu_ids);
         Ok(self.chunk(va, size, handle))
     }
 
@@ -1225,6 +1241,8 @@ impl Drop for LinuxPlatform {
             .flatten()
             .map(|c| c.gpu_va.0)
             .collect();
+        // The virtual-memory API's mappings hold GEM handles of chunks: they go first.
+        self.drop_ranges();
         let chunks: Vec<u64> = lock(&self.state).chunks.keys().copied().collect();
         for va in chunks {
             if Some(va) != event_page && !busy.contains(&va) {

@@ -14,6 +14,7 @@
 //! | [`HostMemoryRegistration`] | the application's pages reachable by agents | `hsa_amd_memory_lock`, KFD `USERPTR` | Linux |
 //! | [`MemorySharing`] | memory exported to and imported from other processes | `hsa_amd_ipc_memory_*`, KFD `EXPORT_DMABUF`/`IMPORT_DMABUF` | Linux |
 //! | [`MemoryFaultReports`] | GPU memory faults told to the runtime | `Runtime::VMFaultHandler`, `KFD_IOC_EVENT_MEMORY` | Linux, bare metal (IH ring) |
+//! | [`VirtualAddressRanges`] | address ranges reserved apart from memory, chunks mapped into them | `hsa_amd_vmem_*`, `Runtime::VMemory*`; amdgpu `GEM_VA` | Linux (amdkfd 1.15 and later, the emulated device) |
 #![allow(unsafe_code)] // unsafe traits with unsafe methods; no unsafe blocks here
 
 use core::ptr::NonNull;
@@ -40,6 +41,11 @@ pub struct Capabilities<'a, D> {
     /// GPU memory-fault reports (`None`: the runtime learns of no faults; system event handlers
     /// are kept and never called).
     pub memory_faults: Option<&'a dyn MemoryFaultReports>,
+    /// Address ranges reserved apart from memory (`None`:
+    /// `HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED` is false and ROCm 7's
+    /// `hsa_amd_vmem_*` functions fail with `Status::InvalidArgument`, as ROCR 7's do on a
+    /// driver without the support).
+    pub virtual_ranges: Option<&'a dyn VirtualAddressRanges>,
 }
 
 impl<D> Capabilities<'_, D> {
@@ -50,6 +56,7 @@ impl<D> Capabilities<'_, D> {
             host_memory: None,
             sharing: None,
             memory_faults: None,
+            virtual_ranges: None,
         }
     }
 }
@@ -69,6 +76,7 @@ impl<D> core::fmt::Debug for Capabilities<'_, D> {
             .field("host_memory", &self.host_memory.is_some())
             .field("sharing", &self.sharing.is_some())
             .field("memory_faults", &self.memory_faults.is_some())
+            .field("virtual_ranges", &self.virtual_ranges.is_some())
             .finish()
     }
 }
@@ -198,4 +206,156 @@ pub trait MemoryFaultReports: Send + Sync {
     /// # Errors
     /// `Status::Error` when the platform cannot report memory faults after all (no GPU).
     fn set_memory_fault_handler(&self, handler: Option<MemoryFaultHandler>) -> Result<()>;
+}
+
+/// What an agent may do with a mapped range (`hsa_access_permission_t`, `hsa.h`: NONE 0,
+/// RO 1, WO 2, RW 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AccessPermission {
+    /// No access (`HSA_ACCESS_PERMISSION_NONE`).
+    None,
+    /// Read only (`HSA_ACCESS_PERMISSION_RO`).
+    ReadOnly,
+    /// Write only (`HSA_ACCESS_PERMISSION_WO`); GPUs and the host map it readable too, as
+    /// neither has write-only pages.
+    WriteOnly,
+    /// Read and write (`HSA_ACCESS_PERMISSION_RW`).
+    ReadWrite,
+}
+
+impl AccessPermission {
+    /// The permission of `hsa_access_permission_t` value `raw`; `None` for a value outside
+    /// 0..=3.
+    pub fn from_raw(raw: u32) -> Option<AccessPermission> {
+        Some(match raw {
+            0 => AccessPermission::None,
+            1 => AccessPermission::ReadOnly,
+            2 => AccessPermission::WriteOnly,
+            3 => AccessPermission::ReadWrite,
+            _ => return None,
+        })
+    }
+
+    /// The `hsa_access_permission_t` value (0..=3).
+    pub fn raw(self) -> u32 {
+        match self {
+            AccessPermission::None => 0,
+            AccessPermission::ReadOnly => 1,
+            AccessPermission::WriteOnly => 2,
+            AccessPermission::ReadWrite => 3,
+        }
+    }
+}
+
+/// Address ranges reserved apart from the memory behind them, chunks mapped into them, and
+/// each agent's access to each mapping: what ROCm 7's virtual-memory API needs of the system
+/// (`hsa_amd_vmem_*`, `hsa_ext_amd.h`; HIP's `hipMemAddressReserve`, `hipMemMap`,
+/// `hipMemSetAccess`). ROCR 7 (`Runtime::VMemory*`, `runtime.cpp`) reserves with libhsakmt's
+/// address-only allocation and maps through the GPU's render node from amdkfd 1.15 on: the
+/// chunk's buffer object is exported as a dma-buf (`AMDKFD_IOC_EXPORT_DMABUF`), imported on
+/// each agent's render node (`DRM_IOCTL_PRIME_FD_TO_HANDLE`), mapped into the agent's VM at
+/// the range's address (`DRM_IOCTL_AMDGPU_GEM_VA`), and mapped for the host by an mmap of the
+/// render node at the object's `AMDGPU_GEM_MMAP` offset.
+///
+/// The runtime (`hsa_runtime::VirtualMemory`) keeps the book: which ranges are reserved,
+/// which chunk is mapped where, the reference counts and the statuses of misuse. The platform
+/// only does what the book decided, and refuses what would break its own state.
+///
+/// # Implementation safety
+/// A reserved range is address space the platform hands to nobody else (no chunk of
+/// [`Platform::allocate_memory`], no other reservation) until it is released. While a node
+/// of a CPU agent has read access to a mapping, `[va, va + size)` is valid host memory holding
+/// the chunk's bytes from the mapping's offset (writable too with write access); a GPU node
+/// with access reaches the same bytes at the same addresses.
+pub unsafe trait VirtualAddressRanges: Send + Sync {
+    /// Reserves `size_bytes` (rounded up to the page) of address space for the host and the
+    /// agents alike, aligned to `align_bytes` (a power of two, at least the page; bytes), at
+    /// `hint` when that is aligned and free, else where the platform finds room (ROCR 7 asks
+    /// libhsakmt for the fixed address first, then for any). Returns the start. Nothing is
+    /// behind it: the host faults on it, the agents fault on it.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for a size of 0 or a bad alignment;
+    /// `Status::OutOfResources` when no range fits.
+    fn reserve_range(&self, size_bytes: u64, align_bytes: u64, hint: u64) -> Result<u64>;
+
+    /// Gives the reservation starting at `start` back.
+    ///
+    /// # Safety
+    /// Nothing is mapped in it any more ([`unmap_range`](Self::unmap_range) of each mapping
+    /// returned), and nothing uses its addresses.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` when no reservation of this platform starts at `start`;
+    /// `Status::Error` when the system refuses (the range is then never reused).
+    unsafe fn release_range(&self, start: u64) -> Result<()>;
+
+    /// Maps `size_bytes` of `chunk`'s memory from byte `offset` at `va`, inside one
+    /// reservation (page-aligned, all of it). No agent has access yet
+    /// (`hsa_amd_vmem_map`; access comes with [`set_range_access`](Self::set_range_access)).
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for a range that is not page-aligned, not inside one
+    /// reservation, meets another mapping, or passes the chunk's end, or a chunk that is not
+    /// a live allocation of this platform; `Status::InvalidAgent` for a chunk of system
+    /// memory (ROCR 7 maps device memory only: the chunk's owner must be a GPU);
+    /// `Status::Error` when the driver refuses.
+    fn map_range(&self, va: u64, size_bytes: u64, chunk: &MemoryChunk, offset: u64) -> Result<()>;
+
+    /// Sets what the agent of `node` may do with the mapping starting at `va`, replacing what
+    /// it could before (`AccessPermission::None` removes its access).
+    ///
+    /// # Safety
+    /// When access is removed or changed, neither the host nor any queue uses the mapping
+    /// through `node` any more.
+    ///
+    /// # Errors
+    /// `Status::InvalidAllocation` when no mapping starts at `va`; `Status::InvalidAgent` for
+    /// an unknown node; `Status::Error` when the driver refuses (ROCR 7's status when
+    /// `EnableAccess` fails).
+    unsafe fn set_range_access(
+        &self,
+        va: u64,
+        node: NodeId,
+        access: AccessPermission,
+    ) -> Result<()>;
+
+    /// The access [`set_range_access`](Self::set_range_access) gave the agent of `node` to
+    /// the mapping starting at `va` (`AccessPermission::None` when none was set).
+    ///
+    /// # Errors
+    /// `Status::InvalidAllocation` when no mapping starts at `va`.
+    fn range_access(&self, va: u64, node: NodeId) -> Result<AccessPermission>;
+
+    /// A new dma-buf file descriptor over `chunk`'s memory, which the caller owns
+    /// (`hsa_amd_vmem_export_shareable_handle`; amdkfd `EXPORT_DMABUF`).
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for a chunk that is not a live allocation of this platform
+    /// or has no exportable buffer object; `Status::OutOfResources` when the driver refuses
+    /// (ROCR 7's status when libhsakmt's export fails other than for a bad argument).
+    fn export_chunk(&self, chunk: &MemoryChunk) -> Result<i32>;
+
+    /// A chunk over the memory of dma-buf `fd` (another process's export, or this one's),
+    /// with the node of the agent that owns it: registered with the driver, mapped for nobody
+    /// (`hsa_amd_vmem_import_shareable_handle`; amdkfd `GET_DMABUF_INFO`, then
+    /// `IMPORT_DMABUF` on the owner's GPU, as libhsakmt's
+    /// `hsaKmtRegisterGraphicsHandleToNodes`). The caller keeps `fd`;
+    /// [`Platform::free_memory`] of the chunk ends the import.
+    ///
+    /// # Errors
+    /// `Status::IncompatibleArguments` for a descriptor that is no dma-buf of this system's
+    /// GPUs (ROCR 7's status when the registration fails); `Status::OutOfResources` when
+    /// there is no address space.
+    fn import_chunk(&self, fd: i32) -> Result<(MemoryChunk, NodeId)>;
+
+    /// Removes the mapping starting at `va`: every agent's access, then the mapping.
+    ///
+    /// # Safety
+    /// Neither the host nor any queue uses the mapping any more.
+    ///
+    /// # Errors
+    /// `Status::InvalidAllocation` when no mapping starts at `va`; `Status::Error` when the
+    /// driver refuses (the mapping is then kept, with whatever access could not be removed).
+    unsafe fn unmap_range(&self, va: u64) -> Result<()>;
 }

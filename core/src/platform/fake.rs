@@ -1304,7 +1304,7 @@ mod tests {
         let f = FaultInjector::new(FakePlatform::new());
         assert_eq!(
             std::format!("{:?}", f.capabilities()),
-            "Capabilities { sdma: false, host_memory: false, sharing: false, memory_faults: false }"
+            "Capabilities { sdma: false, host_memory: false, sharing: false, memory_faults: false, virtual_ranges: false }"
         );
     }
 

@@ -1254,6 +1254,17 @@ impl KfdDriver for EmulatedKfd {
         }
         result
     }
+
+    /// The render node's GEM requests (PRIME import, `GEM_VA`, `GEM_MMAP`, `GEM_CLOSE`), as
+    /// [`EmulatedKfd::render_ioctl`] answers them.
+    ///
+    /// # Safety
+    /// As [`KfdDriver::render_ioctl`].
+    unsafe fn render_ioctl(&self, gpu_id: u32, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        // SAFETY: the requests KfdDriver::render_ioctl allows carry no user pointer, so the
+        // inherent method's contract holds trivially.
+        unsafe { EmulatedKfd::render_ioctl(self, gpu_id, request, arg) }
+    }
 }
 
 impl Drop for EmulatedKfd {

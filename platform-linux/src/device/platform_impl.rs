@@ -537,6 +537,7 @@ unsafe impl Platform for LinuxPlatform {
             host_memory: Some(self),
             sharing: Some(self),
             memory_faults: Some(self),
+            virtual_ranges: self.has_virtual_ranges().then_some(self as _),
         }
     }
 

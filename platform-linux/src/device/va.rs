@@ -56,6 +56,32 @@ impl FreeList {
         None
     }
 
+    /// Takes exactly `[start, start + size)` when all of it is free; `false` (nothing taken)
+    /// otherwise, or for `size` 0.
+    pub fn take(&mut self, start: u64, size: u64) -> bool {
+        let Some(end) = start.checked_add(size).filter(|_| size > 0) else {
+            return false;
+        };
+        let i = self.ranges.partition_point(|&(s, _)| s <= start);
+        if i == 0 {
+            return false;
+        }
+        let (fs, fl) = self.ranges[i - 1];
+        let fe = fs + fl;
+        if end > fe {
+            return false;
+        }
+        self.ranges.remove(i - 1);
+        let mut at = i - 1;
+        for r in [(fs, start - fs), (end, fe - end)] {
+            if r.1 > 0 {
+                self.ranges.insert(at, r);
+                at += 1;
+            }
+        }
+        true
+    }
+
     /// Returns `[start, start + size)` to the list, merging it with free neighbours. The range
     /// must have come from [`FreeList::allocate`] and not have been freed since; a range that
     /// overlaps a free one is ignored and `false` returned.
@@ -126,6 +152,24 @@ mod tests {
         assert!(fl.free(b, 3 * MIB2));
         assert!(fl.free(c, 8192));
         assert_eq!(fl.ranges(), &[(base, 64 * MIB2)]);
+    }
+
+    #[test]
+    fn take_claims_exactly_a_free_range() {
+        let mut f = FreeList::new(0x10000, 0x10000);
+        assert!(f.take(0x14000, 0x2000));
+        assert_eq!(f.ranges(), &[(0x10000, 0x4000), (0x16000, 0xa000)]);
+        // Taken already, partly free, past the end, empty.
+        assert!(!f.take(0x14000, 0x1000));
+        assert!(!f.take(0x13000, 0x2000));
+        assert!(!f.take(0x1f000, 0x2000));
+        assert!(!f.take(0x10000, 0));
+        assert!(!f.take(0x8000, 0x1000));
+        // A whole free range, and its start.
+        assert!(f.take(0x10000, 0x4000));
+        assert_eq!(f.ranges(), &[(0x16000, 0xa000)]);
+        assert!(f.free(0x14000, 0x2000));
+        assert_eq!(f.ranges(), &[(0x14000, 0xc000)]);
     }
 
     #[test]

@@ -110,6 +110,24 @@ pub fn call<A: PlainArgs>(drv: &dyn KfdDriver, args: &mut A) -> Result<(), Error
     plain_ioctl(drv, args).map_err(|e| ioctl_error(A::NAME, e.raw_os_error()))
 }
 
+/// `GET_DMABUF_INFO` of dma-buf `fd` without its metadata (`metadata_ptr` 0, so the
+/// argument carries no pointer): `(size in bytes, gpu_id, KFD_IOC_ALLOC_MEM_FLAGS_*)`.
+///
+/// # Errors
+/// The driver's errno mapped by [`ioctl_error`] (`EINVAL`: not a dma-buf of an amdgpu
+/// buffer object).
+pub fn get_dmabuf_info(drv: &dyn KfdDriver, fd: i32) -> Result<(u64, u32, u32), Error> {
+    let mut a = GetDmabufInfoArgs {
+        dmabuf_fd: fd as u32,
+        ..GetDmabufInfoArgs::default()
+    };
+    // SAFETY: the argument is GET_DMABUF_INFO's own struct with `metadata_ptr` 0 and
+    // `metadata_size` 0, so the driver writes through no pointer; `a` is exclusively borrowed.
+    unsafe { drv.ioctl(AMDKFD_IOC_GET_DMABUF_INFO, a.as_mut_bytes()) }
+        .map_err(|e| ioctl_error("AMDKFD_IOC_GET_DMABUF_INFO", e.raw_os_error()))?;
+    Ok((a.size, a.gpu_id, a.flags))
+}
+
 /// `EXPORT_DMABUF` of the buffer object `handle` (`O_CLOEXEC | O_RDWR`): the dma-buf's
 /// descriptor, which the caller now owns.
 ///

@@ -127,4 +127,29 @@ pub trait KfdDriver: Send + Sync + 'static {
     fn render_node_fd(&self, _gpu_id: u32) -> Result<i32, Errno> {
         Ok(-1)
     }
+
+    /// Issues DRM ioctl `request` on the render node of the GPU with this `gpu_id` with `arg`
+    /// as the argument buffer (`arg.len()` the size `request` encodes, else `EINVAL`). Use the
+    /// typed wrappers of [`super::drm`]: they make only the requests below, whose arguments
+    /// carry no pointer. A driver without render nodes keeps this default, `ENODEV`, and the
+    /// platform then has no virtual-memory API (`VirtualAddressRanges`).
+    ///
+    /// # Safety
+    /// `arg` is the argument struct of `request` as `drm.h` / `amdgpu_drm.h` define it, and
+    /// `request` is one of `DRM_IOCTL_PRIME_FD_TO_HANDLE`, `DRM_IOCTL_GEM_CLOSE`,
+    /// `DRM_IOCTL_AMDGPU_GEM_MMAP` and `DRM_IOCTL_AMDGPU_GEM_VA` (the last with no sync
+    /// objects), none of which carries a pointer. A `GEM_VA` map makes the GPU read and write
+    /// the object's pages at the address given: the caller owns that range of the GPU's
+    /// address space.
+    ///
+    /// # Errors
+    /// The errno the kernel (or the driver standing in for it) returned; `ENODEV` by default.
+    unsafe fn render_ioctl(
+        &self,
+        _gpu_id: u32,
+        _request: u32,
+        _arg: &mut [u8],
+    ) -> Result<(), Errno> {
+        Err(Errno::NODEV)
+    }
 }

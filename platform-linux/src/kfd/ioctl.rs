@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use hsa_core::{error, Error, Status};
 use rustix::io::Errno;
 use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
-use rustix::mm::{Advice, MapFlags, ProtFlags};
+use rustix::mm::{Advice, MapFlags, MprotectFlags, ProtFlags};
 
 use super::driver::{KfdDriver, MapTarget};
 use crate::device::va::FreeList;
@@ -339,6 +339,32 @@ impl KfdDriver for DevKfd {
     fn render_node_fd(&self, gpu_id: u32) -> Result<i32, Errno> {
         Ok(self.render_fd(gpu_id)?.as_raw_fd())
     }
+
+    /// `ioctl(2)` on the GPU's render node, retried on `EINTR` and `EAGAIN` as libdrm's
+    /// `drmIoctl` does.
+    ///
+    /// # Safety
+    /// As [`KfdDriver::render_ioctl`]: the requests carry no pointer.
+    #[allow(clippy::unnecessary_cast)] // Opcode is u32 or c_ulong depending on the backend
+    unsafe fn render_ioctl(&self, gpu_id: u32, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        if arg.len() != ioctl_arg_size(request) {
+            return Err(Errno::INVAL);
+        }
+        let render = self.render_fd(gpu_id)?;
+        loop {
+            let raw = RawArg {
+                opcode: request as Opcode,
+                arg: &mut *arg,
+            };
+            // SAFETY: `raw` satisfies the `Ioctl` contract: the buffer is exactly the size the
+            // request encodes and exclusively borrowed; `render` is an open render node; the
+            // requests allowed here carry no pointer (KfdDriver::render_ioctl's `# Safety`).
+            match unsafe { libc_sys::ioctl(render.as_fd(), raw) } {
+                Err(Errno::INTR) | Err(Errno::AGAIN) => continue,
+                r => return r,
+            }
+        }
+    }
 }
 
 /// What backs a carved range of a [`VaSpace`].
@@ -350,6 +376,9 @@ pub enum Backing {
     Host,
     /// A driver mapping (`/dev/kfd` page or render-node buffer object), read-write.
     Driver,
+    /// A reservation of the virtual-memory API: `PROT_NONE` except where its owner mapped
+    /// parts of it ([`VaSpace::map_within`]); no store of this space reaches it.
+    Partitioned,
 }
 
 /// One carved range.
@@ -455,6 +484,113 @@ impl VaSpace {
             },
         );
         Some(va)
+    }
+
+    /// Carves `size_bytes` (a positive multiple of the page size) at `hint` when that is a
+    /// multiple of `align_bytes` (a power of two) and free, else wherever [`VaSpace::carve`]
+    /// finds room, for the virtual-memory API: the range is [`Backing::Partitioned`], and only
+    /// [`VaSpace::map_within`] and [`VaSpace::unmap_within`] change what is mapped in it.
+    /// `None` when nothing fits or the arguments are invalid.
+    pub fn carve_partitioned(&self, size_bytes: u64, align_bytes: u64, hint: u64) -> Option<u64> {
+        if size_bytes == 0 || size_bytes % self.page != 0 || !align_bytes.is_power_of_two() {
+            return None;
+        }
+        let align = align_bytes.max(self.page);
+        let mut inner = lock(&self.inner);
+        let va = if hint != 0 && hint % align == 0 && inner.free.take(hint, size_bytes) {
+            hint
+        } else {
+            inner.free.allocate(size_bytes, align)?
+        };
+        inner.live.insert(
+            va,
+            Carved {
+                len: size_bytes,
+                backing: Backing::Partitioned,
+                busy: false,
+                owned: false,
+            },
+        );
+        Some(va)
+    }
+
+    /// Checks that `[va, va + len)` is a page-aligned part of the partitioned range starting
+    /// at `range`.
+    fn within(inner: &VaInner, page: u64, range: u64, va: u64, len: u64) -> Result<(), Errno> {
+        match inner.live.get(&range) {
+            Some(c)
+                if c.backing == Backing::Partitioned
+                    && va >= range
+                    && len > 0
+                    && va % page == 0
+                    && len % page == 0
+                    && va.checked_add(len).is_some_and(|e| e <= range + c.len) =>
+            {
+                Ok(())
+            }
+            _ => Err(Errno::INVAL),
+        }
+    }
+
+    /// Maps `len` bytes of `target` at `offset` over `[va, va + len)`, a part of the
+    /// partitioned range starting at `range` ([`VaSpace::carve_partitioned`]), read-write or
+    /// (`writable` false) read-only.
+    ///
+    /// The caller (the platform's virtual-memory bookkeeping) keeps the parts it mapped apart
+    /// and uses none of them meanwhile: the mapping there is replaced.
+    ///
+    /// # Errors
+    /// `EINVAL` when the part is not inside a partitioned range, or not whole pages; the
+    /// driver's errno (the part is then `PROT_NONE` again); the errno of `mprotect`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn map_within(
+        &self,
+        range: u64,
+        va: u64,
+        len: u64,
+        driver: &dyn KfdDriver,
+        target: MapTarget,
+        offset: u64,
+        writable: bool,
+    ) -> Result<(), Errno> {
+        let inner = lock(&self.inner);
+        VaSpace::within(&inner, self.page, range, va, len)?;
+        let at = NonNull::new(va as *mut u8).ok_or(Errno::INVAL)?;
+        // SAFETY: `[va, va + len)` lies in a partitioned range of this reservation (checked
+        // under the lock, held until the mapping is made, so the range is not released
+        // meanwhile); its owner hands only parts it mapped nothing else over, and uses none
+        // of them during the call (this function's contract): the space owns it and nobody
+        // holds a reference into it, as KfdDriver::mmap requires for an address.
+        match unsafe { driver.mmap(target, offset, len as usize, Some(at)) } {
+            Ok(p) if p == at => {}
+            r => {
+                let _ = self.restore_reserved(va, len);
+                return Err(r.err().unwrap_or(Errno::INVAL));
+            }
+        }
+        if !writable {
+            // SAFETY: the pages just mapped above, in a range the lock keeps; making them
+            // read-only invalidates no Rust reference (none exists into the range).
+            if let Err(e) = unsafe {
+                rustix::mm::mprotect(va as *mut c_void, len as usize, MprotectFlags::READ)
+            } {
+                let _ = self.restore_reserved(va, len);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts the `PROT_NONE` reservation back over `[va, va + len)`, a part of the
+    /// partitioned range starting at `range` that [`VaSpace::map_within`] mapped.
+    ///
+    /// # Errors
+    /// `EINVAL` when the part is not inside a partitioned range, or not whole pages; the
+    /// errno of `mmap`.
+    pub fn unmap_within(&self, range: u64, va: u64, len: u64) -> Result<(), Errno> {
+        let inner = lock(&self.inner);
+        VaSpace::within(&inner, self.page, range, va, len)?;
+        self.restore_reserved(va, len)
     }
 
     /// Length and backing of the carved range starting at `va` (while its mapping is being
@@ -573,6 +709,7 @@ impl VaSpace {
             return false;
         };
         c.backing != Backing::Reserved
+            && c.backing != Backing::Partitioned
             && !c.busy
             && addr
                 .checked_add(len)
@@ -599,7 +736,7 @@ impl VaSpace {
         else {
             return false;
         };
-        if backing == Backing::Reserved || busy {
+        if backing == Backing::Reserved || backing == Backing::Partitioned || busy {
             return false;
         }
         if backing == Backing::Driver {

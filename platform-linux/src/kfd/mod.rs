@@ -10,6 +10,7 @@ use rustix::io::Errno;
 pub mod abi;
 pub mod calls;
 pub mod driver;
+pub mod drm;
 pub mod ioctl;
 
 const ENOMEM: i32 = Errno::NOMEM.raw_os_error();
