@@ -1,8 +1,8 @@
 /* The ROCR 7 functions and attributes HIP 7.2.4 needs, from C, on the emulated MI210: agent
  * attributes 0xA015/0xA016/0xA107/0xA113/0xA118, the copy-engine API (status over engines
  * with work in flight, copies on a chosen engine, ROCR 7's refusals), pool allocation flags,
- * the virtual memory API (host-only reservations; the device side's statuses while
- * VIRTUAL_MEM_API_SUPPORTED is false), AIS file I/O, dma-buf export, SDMA logging, the async
+ * the virtual memory API (host-only and device reservations, handles mapped, shared with
+ * the GPU and the host, exported and imported; ROCR 7's statuses for misuse), AIS file I/O, dma-buf export, SDMA logging, the async
  * scratch limit and sampler v2. Prints "rocr7_api: ok" and exits 0 when every check holds. */
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
@@ -188,20 +188,20 @@ int main(void) {
   EXPECT(code != NULL);
   OK(hsa_amd_memory_pool_free(code));
 
-  /* Virtual memory: host-only reservations work, the device side is not supported. */
-  bool vmem_supported = true;
+  /* Virtual memory, supported on the emulated device (KFD 1.15+, the render node's GEM_VA):
+   * host-only and device reservations, a handle of VRAM mapped twice (the same pages at two
+   * addresses), access for the host and the GPU, an SDMA copy out of the range, export and
+   * import as a dma-buf, and ROCR 7's statuses for misuse. */
+  bool vmem_supported = false;
   OK(hsa_system_get_info((hsa_system_info_t)HSA_RT_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED,
                          &vmem_supported));
-  EXPECT(!vmem_supported);
+  EXPECT(vmem_supported);
   void* va = NULL;
-  IS(hsa_amd_vmem_address_reserve(&va, 1 << 20, 0, 0), HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  IS(hsa_amd_vmem_address_reserve_align(&va, 1 << 20, 0, 1 << 16,
-                                        HSA_RT_AMD_VMEM_ADDRESS_NO_REGISTER),
-     HSA_STATUS_ERROR_INVALID_ARGUMENT);
   IS(hsa_amd_vmem_address_reserve(&va, 0, 0, HSA_RT_AMD_VMEM_ADDRESS_NO_REGISTER),
      HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  OK(hsa_amd_vmem_address_reserve(&va, 1 << 20, 0, HSA_RT_AMD_VMEM_ADDRESS_NO_REGISTER));
-  EXPECT(va != NULL && ((uintptr_t)va & 4095) == 0);
+  OK(hsa_amd_vmem_address_reserve_align(&va, 1 << 20, 0, 1 << 16,
+                                        HSA_RT_AMD_VMEM_ADDRESS_NO_REGISTER));
+  EXPECT(va != NULL && ((uintptr_t)va & 0xffff) == 0);
   memset(va, 0x5a, 1 << 20);
   EXPECT(((uint8_t*)va)[(1 << 20) - 1] == 0x5a);
   IS(hsa_amd_vmem_address_free(va, 4096), HSA_STATUS_ERROR_INVALID_ARGUMENT);
@@ -216,28 +216,99 @@ int main(void) {
   IS(hsa_amd_vmem_set_access(va, 4096, &desc, 0), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   OK(hsa_amd_vmem_address_free(va, 1 << 20));
   IS(hsa_amd_vmem_address_free(va, 1 << 20), HSA_STATUS_ERROR_INVALID_ALLOCATION);
+
+  /* The device side: 4 MiB reserved at 2 MiB alignment, a 2 MiB handle mapped twice. */
+  void* dva = NULL;
+  OK(hsa_amd_vmem_address_reserve_align(&dva, 4 << 20, 0, 2 << 20, 0));
+  EXPECT(dva != NULL && ((uintptr_t)dva & ((2 << 20) - 1)) == 0);
   hsa_amd_vmem_alloc_handle_t h = {0};
-  IS(hsa_amd_vmem_handle_create(vram, 2 << 20, MEMORY_TYPE_NONE, 0, &h),
+  IS(hsa_amd_vmem_handle_create(vram, 2 << 20, (hsa_amd_memory_type_t)7, 0, &h),
      HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  h.handle = 0x1000;
-  IS(hsa_amd_vmem_handle_release(h), HSA_STATUS_ERROR_INVALID_ALLOCATION);
-  IS(hsa_amd_vmem_map(host, 4096, 0, h, 0), HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  IS(hsa_amd_vmem_unmap(host, 4096), HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  IS(hsa_amd_vmem_handle_create(vram, (2 << 20) + 1, MEMORY_TYPE_NONE, 0, &h),
+     HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  OK(hsa_amd_vmem_handle_create(vram, 2 << 20, MEMORY_TYPE_NONE, 0, &h));
+  hsa_amd_memory_pool_t owner = {0};
+  hsa_amd_memory_type_t type = MEMORY_TYPE_PINNED;
+  OK(hsa_amd_vmem_get_alloc_properties_from_handle(h, &owner, &type));
+  EXPECT(owner.handle == vram.handle && type == MEMORY_TYPE_NONE);
+  uint8_t* second = (uint8_t*)dva + (2 << 20);
+  OK(hsa_amd_vmem_map(dva, 2 << 20, 0, h, 0));
+  OK(hsa_amd_vmem_map(second, 2 << 20, 0, h, 0));
+  IS(hsa_amd_vmem_map(second, 4096, 0, h, 0), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  hsa_amd_vmem_alloc_handle_t sys_h = {0};
+  OK(hsa_amd_vmem_handle_create(sys, 1 << 20, MEMORY_TYPE_NONE, 0, &sys_h));
+  hsa_amd_vmem_alloc_handle_t nobody = {0x1000};
+  IS(hsa_amd_vmem_map(host, 4096, 0, nobody, 0), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  OK(hsa_amd_vmem_handle_release(sys_h));
   hsa_access_permission_t perms = HSA_ACCESS_PERMISSION_RW;
+  OK(hsa_amd_vmem_get_access(dva, &perms, gpu));
+  EXPECT(perms == 0); /* HSA_ACCESS_PERMISSION_NONE, which ROCR 5.2's hsa.h lacks */
+  IS(hsa_amd_vmem_get_access(dva, &perms, cpu), HSA_STATUS_ERROR_INVALID_AGENT);
+  hsa_amd_memory_access_desc_t rw_both[2] = {{HSA_ACCESS_PERMISSION_RW, gpu},
+                                             {HSA_ACCESS_PERMISSION_RW, cpu}};
+  IS(hsa_amd_vmem_set_access(dva, 3 << 20, rw_both, 2), HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  OK(hsa_amd_vmem_set_access(dva, 4 << 20, rw_both, 2));
+  OK(hsa_amd_vmem_get_access((uint8_t*)dva + 100, &perms, gpu));
+  EXPECT(perms == HSA_ACCESS_PERMISSION_RW);
+  for (int i = 0; i < N; i++) ((uint8_t*)dva)[i] = (uint8_t)(i * 13 + 1);
+  EXPECT(memcmp(dva, second, N) == 0); /* one set of pages at two addresses */
+  memset(back, 0, N);
+  hsa_signal_store_screlease(done, 1);
+  OK(hsa_amd_memory_async_copy(back, cpu, second, gpu, N, 0, NULL, done));
+  EXPECT(wait_zero(done));
+  EXPECT(memcmp(back, dva, N) == 0);
+  IS(hsa_amd_vmem_address_free(dva, 4 << 20), HSA_STATUS_ERROR_RESOURCE_FREE);
+
+  /* Export as a dma-buf and import: a new handle over the same pages. */
+  int fd = -1;
+  OK(hsa_amd_vmem_export_shareable_handle(&fd, h, 0));
+  EXPECT(fd >= 0);
+  hsa_amd_vmem_alloc_handle_t imported = {0};
+  OK(hsa_amd_vmem_import_shareable_handle(fd, &imported));
+  close(fd);
+  EXPECT(imported.handle != 0 && imported.handle != h.handle);
+  void* iva = NULL;
+  OK(hsa_amd_vmem_address_reserve(&iva, 2 << 20, 0, 0));
+  OK(hsa_amd_vmem_map(iva, 2 << 20, 0, imported, 0));
+  hsa_amd_memory_access_desc_t ro = {HSA_ACCESS_PERMISSION_RO, cpu};
+  OK(hsa_amd_vmem_set_access(iva, 2 << 20, &ro, 1));
+  EXPECT(memcmp(iva, dva, N) == 0);
+  OK(hsa_amd_vmem_unmap(iva, 2 << 20));
+  OK(hsa_amd_vmem_handle_release(imported));
+  OK(hsa_amd_vmem_address_free(iva, 2 << 20));
+
+  /* Release while mapped keeps the memory until the last unmap; retain adds a reference. */
+  hsa_amd_vmem_alloc_handle_t again = {0};
+  OK(hsa_amd_vmem_retain_alloc_handle(&again, second));
+  EXPECT(again.handle == h.handle);
+  IS(hsa_amd_vmem_retain_alloc_handle(&again, second + 4096), HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  OK(hsa_amd_vmem_handle_release(h));
+  OK(hsa_amd_vmem_handle_release(h));
+  IS(hsa_amd_vmem_handle_release(h), HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  IS(hsa_amd_vmem_unmap(dva, 4096), HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  OK(hsa_amd_vmem_unmap(dva, 2 << 20));
+  EXPECT(second[N - 1] == (uint8_t)((N - 1) * 13 + 1));
+  OK(hsa_amd_vmem_unmap(second, 2 << 20));
+  IS(hsa_amd_vmem_get_alloc_properties_from_handle(h, &owner, &type),
+     HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  OK(hsa_amd_vmem_address_free(dva, 4 << 20));
+
+  /* Statuses on handles and addresses that are no one's. */
+  IS(hsa_amd_vmem_handle_release(nobody), HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  IS(hsa_amd_vmem_unmap(host, 4096), HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  perms = HSA_ACCESS_PERMISSION_RW;
   IS(hsa_amd_vmem_get_access(host, &perms, gpu), HSA_STATUS_ERROR_INVALID_ALLOCATION);
   EXPECT(perms == 0); /* HSA_ACCESS_PERMISSION_NONE (ROCR 7) */
-  int fd = 5;
-  IS(hsa_amd_vmem_export_shareable_handle(&fd, h, 0), HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  fd = 5;
+  IS(hsa_amd_vmem_export_shareable_handle(&fd, nobody, 0), HSA_STATUS_ERROR_INVALID_ALLOCATION);
   EXPECT(fd == -1);
   IS(hsa_amd_vmem_import_shareable_handle(-1, &h), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   IS(hsa_amd_vmem_import_shareable_handle(0, NULL), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   IS(hsa_amd_vmem_import_shareable_handle(0, &h), HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS);
   IS(hsa_amd_vmem_retain_alloc_handle(&h, host), HSA_STATUS_ERROR_INVALID_ALLOCATION);
-  hsa_amd_memory_pool_t owner;
-  hsa_amd_memory_type_t type;
-  IS(hsa_amd_vmem_get_alloc_properties_from_handle(h, &owner, &type),
+  IS(hsa_amd_vmem_get_alloc_properties_from_handle(nobody, &owner, &type),
      HSA_STATUS_ERROR_INVALID_ALLOCATION);
-  IS(hsa_amd_vmem_get_alloc_properties_from_handle(h, NULL, &type),
+  IS(hsa_amd_vmem_get_alloc_properties_from_handle(nobody, NULL, &type),
      HSA_STATUS_ERROR_INVALID_ARGUMENT);
 
   /* AIS: a file read into and written from a runtime allocation. */

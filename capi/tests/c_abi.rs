@@ -522,8 +522,9 @@ fn c_api_check_passes() {
 /// CPU), ASIC_FAMILY_ID 141, NEAREST_CPU, MEMORY_AVAIL, CLOCK_COUNTERS; copy-engine status
 /// (ROCR 7's mask per direction, an engine with a gated copy in flight left out until it
 /// runs), copies on a chosen engine (verified) and ROCR 7's refusals; the SDMA log (one line
-/// per command while on); EXECUTABLE pool allocations; the vmem API (host-only reservations
-/// usable, every device-side call's status while unsupported); AIS reads and writes checked
+/// per command while on); EXECUTABLE pool allocations; the vmem API (host-only and device
+/// reservations, a VRAM handle mapped at two addresses and shared by the host and the GPU, an
+/// SDMA copy out of it, export and import as a dma-buf, ROCR 7's statuses); AIS reads and writes checked
 /// against `pread`/`pwrite`; dma-buf export of VRAM (offset in the buffer object) and its
 /// refusals; the async scratch limit's statuses; sampler v2's per-axis clamps in the S#.
 #[test]

@@ -193,8 +193,9 @@ fn hip7_gfx9_4_generic_code_runs_on_gfx942() {
 /// kernels, shared memory, memsets, pitched memory and images (the image extension), streams
 /// and events (HIP 7's barrier-value packets, TIMESTAMP_FREQUENCY for elapsed times), host
 /// memory, callbacks, symbols, atomics, math, device printf, hiprtc, a bad launch's error,
-/// memcpy in every direction (the copy engines) and modules (`hipModuleLoad` of a `--genco`
-/// code-object bundle).
+/// memcpy in every direction (the copy engines), modules (`hipModuleLoad` of a `--genco`
+/// code-object bundle) and virtual memory (`hipMemCreate`, `hipMemMap`, `hipMemSetAccess`
+/// over the `hsa_amd_vmem_*` API: a kernel across two mappings, copies in and out).
 #[test]
 fn hip7_check_sections_on_gfx90a() {
     let Some(root) = chroot() else { return };
@@ -229,6 +230,7 @@ fn hip7_check_sections_on_gfx90a() {
         "memcpy",
         "images",
         "module",
+        "vmem",
     ] {
         let out = match section {
             "module" => run_ours(&root, None, &exe, &[section, &co]),

@@ -195,6 +195,8 @@ pub struct CopyEngine<P: Platform + 'static> {
     in_flight: Mutex<HashMap<EngineKey, Vec<InFlight<P>>>>,
     /// The SDMA log's sink, when on ([`CopyEngine::set_sdma_log`]).
     sdma_log: Mutex<Option<LogSink>>,
+    /// The virtual-memory API's mappings, which GPUs reach without a pool allocation.
+    vmem: Arc<crate::VirtualMemory<P>>,
 }
 
 impl<P: Platform + 'static> std::fmt::Debug for CopyEngine<P> {
@@ -213,9 +215,11 @@ impl<P: Platform + 'static> CopyEngine<P> {
         rt: Arc<Runtime<Arc<P>>>,
         host: Arc<HostMemory>,
         faults: Arc<MemoryFaults<P>>,
+        vmem: Arc<crate::VirtualMemory<P>>,
         config: CopyConfig,
     ) -> Arc<CopyEngine<P>> {
         let engine = Arc::new(CopyEngine {
+            vmem,
             rt,
             host,
             faults,
@@ -249,9 +253,23 @@ impl<P: Platform + 'static> CopyEngine<P> {
     }
 
     /// The device address of `len` bytes at `ptr` when they lie in one pool allocation that
-    /// GPU `node` reaches: its own pool, a system (CPU agent's) pool, or one it was allowed.
+    /// GPU `node` reaches (its own pool, a system (CPU agent's) pool, or one it was allowed),
+    /// in the agent range of memory locked for `node`, or in mappings of the virtual-memory
+    /// API that gave `node` access.
     fn gpu_range(&self, ptr: u64, len: u64, node: NodeId) -> Option<GpuVa> {
-        let info = self.rt.pointer_info(GpuVa(ptr)).ok()?;
+        let Ok(info) = self.rt.pointer_info(GpuVa(ptr)) else {
+            // Locked host memory through its agent pointer, for the GPUs it was registered
+            // with (ROCR's copy agent reaches locked memory so: `hsa_amd_memory_lock`).
+            if let Some(l) = self.host.locked_info(ptr) {
+                let inside = ptr
+                    .checked_sub(l.agent_base)
+                    .and_then(|o| o.checked_add(len))
+                    .is_some_and(|end| end <= l.size);
+                return (inside && l.gpus.contains(&node)).then_some(GpuVa(ptr));
+            }
+            // Memory of the virtual-memory API: the GPU reaches it where its access is set.
+            return self.vmem.reachable(ptr, len, node).then_some(GpuVa(ptr));
+        };
         let a = info.allocation;
         let end = (ptr - a.va.0).checked_add(len)?;
         if end > a.size_bytes {

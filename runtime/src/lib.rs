@@ -3,7 +3,7 @@
 //! The runtime services of hsa-rt above the core, what ROCR offers beside the HSA core API:
 //! the copy engine ([`copy`]: SDMA queues and host copies), images and samplers ([`images`]),
 //! async signal handlers ([`handlers`]), GPU memory-fault events ([`events`]), memory and
-//! signals shared between processes ([`ipc`]), and the place of ROCm 7's virtual-memory API
+//! signals shared between processes ([`ipc`]), and ROCm 7's virtual-memory API
 //! ([`vmem`]). [`Services`] holds one of each for a runtime.
 //!
 //! Everything here is a Rust API over [`hsa_core::runtime::Runtime`] and the platform's
@@ -111,7 +111,7 @@ pub struct Services<P: Platform + 'static> {
     images: Images<P>,
     handlers: AsyncHandlers<P>,
     ipc: Ipc<P>,
-    vmem: VirtualMemory,
+    vmem: Arc<VirtualMemory<P>>,
 }
 
 impl<P: Platform + 'static> std::fmt::Debug for Services<P> {
@@ -149,12 +149,19 @@ impl<P: Platform + 'static> Services<P> {
         live: Liveness<P>,
     ) -> Services<P> {
         let faults = Arc::new(MemoryFaults::new(rt.platform_ref().clone()));
-        let copy = CopyEngine::new(rt.clone(), host.clone(), faults.clone(), config.copy);
+        let vmem = Arc::new(VirtualMemory::new(rt.clone()));
+        let copy = CopyEngine::new(
+            rt.clone(),
+            host.clone(),
+            faults.clone(),
+            vmem.clone(),
+            config.copy,
+        );
         Services {
             images: Images::new(rt.clone(), host.clone()),
             handlers: AsyncHandlers::new(signals, live),
             ipc: Ipc::new(rt.clone()),
-            vmem: VirtualMemory::new(),
+            vmem,
             rt,
             host,
             faults,
@@ -197,8 +204,8 @@ impl<P: Platform + 'static> Services<P> {
         &self.ipc
     }
 
-    /// ROCm 7's virtual-memory API (not supported yet: [`VirtualMemory::supported`]).
-    pub fn vmem(&self) -> &VirtualMemory {
+    /// ROCm 7's virtual-memory API (where the platform has it: [`VirtualMemory::supported`]).
+    pub fn vmem(&self) -> &VirtualMemory<P> {
         &self.vmem
     }
 

@@ -1,31 +1,38 @@
-//! The place of ROCm 7's virtual-memory API (`hsa_amd_vmem_*`, ROCR 6.1 and later): reserving
-//! device address ranges apart from the memory behind them, making physical allocations
+//! ROCm 7's virtual-memory API (`hsa_amd_vmem_*`, ROCR 6.1 and later): reserving device
+//! address ranges apart from the memory behind them, making physical allocations
 //! ("handles"), mapping and unmapping them into reserved ranges, setting per-agent access,
-//! and exporting handles as dma-bufs.
+//! and exporting and importing handles as dma-bufs.
 //!
-//! | ROCm 7 function | what it will do here |
+//! | ROCm 7 function | here |
 //! |---|---|
-//! | `hsa_amd_vmem_address_reserve`, `_address_free` | carve a range of the platform's address space (Linux: the reserved VA range of `hsa_linux::kfd::ioctl::VaSpace`), no memory behind it |
-//! | `hsa_amd_vmem_handle_create`, `_handle_release` | a platform chunk of a pool's kind with no mapping (KFD `ALLOC_MEMORY_OF_GPU` without `MAP_MEMORY_TO_GPU`) |
-//! | `hsa_amd_vmem_map`, `_unmap` | map a handle at an offset of a reserved range (KFD allocates at a given `va_addr`, so the mapping is a fresh buffer object at that address over the handle's memory) |
-//! | `hsa_amd_vmem_set_access`, `_get_access` | `MAP_MEMORY_TO_GPU` / `UNMAP_MEMORY_FROM_GPU` for the agents named |
-//! | `hsa_amd_vmem_export_shareable_handle`, `_import_shareable_handle` | the dma-buf path [`MemorySharing`](hsa_core::platform::MemorySharing) already takes for IPC |
-//! | `hsa_amd_vmem_retain_alloc_handle`, `_get_alloc_properties_from_handle` | lookups in the table this module will keep |
+//! | `hsa_amd_vmem_address_reserve`, `_reserve_align`, `_address_free` | [`VirtualMemory::reserve`], [`VirtualMemory::free`]: a range of the platform's address space with nothing behind it ([`VirtualAddressRanges::reserve_range`]); with `HSA_AMD_VMEM_ADDRESS_NO_REGISTER`, host address space only (an anonymous `mmap`, as ROCR 7) |
+//! | `hsa_amd_vmem_handle_create`, `_handle_release` | [`VirtualMemory::create_handle`], [`VirtualMemory::release_handle`]: a chunk of its own from the pool's memory ([`Platform::allocate_memory`]) |
+//! | `hsa_amd_vmem_map`, `_unmap` | [`VirtualMemory::map`], [`VirtualMemory::unmap`]: [`VirtualAddressRanges::map_range`] / `unmap_range` |
+//! | `hsa_amd_vmem_set_access`, `_get_access` | [`VirtualMemory::set_access`], [`VirtualMemory::get_access`]: [`VirtualAddressRanges::set_range_access`] per mapping and agent |
+//! | `hsa_amd_vmem_export_shareable_handle`, `_import_shareable_handle` | [`VirtualMemory::export`], [`VirtualMemory::import`]: a dma-buf descriptor ([`VirtualAddressRanges::export_chunk`] / `import_chunk`) |
+//! | `hsa_amd_vmem_retain_alloc_handle`, `_get_alloc_properties_from_handle` | [`VirtualMemory::retain`], [`VirtualMemory::properties`] |
 //!
-//! [`Book`] is the part that needs no device: reserved ranges carved from a window of GPU
-//! virtual addresses with their alignment, physical handles with reference and mapping
-//! counts, mappings that must lie inside one reservation and meet no other, and ROCR 7's
-//! status for each misuse. The memory behind it is the platform's.
+//! [`Book`] is the part that needs no device: reserved ranges, physical handles with
+//! reference and mapping counts, mappings that must lie inside one reservation and meet no
+//! other, and ROCR 7's status for each misuse (its `Runtime::VMemory*` functions in
+//! `runtime.cpp`, ROCm/rocm-systems). [`VirtualMemory`] keeps the book and has the platform
+//! do what it decides.
 //!
-//! Each function needs the platform to place memory at an address the caller chose, which
-//! [`Platform`](hsa_core::platform::Platform) does not offer; it will be a capability of its
-//! own (as `SdmaQueues` is), and [`VirtualMemory::supported`] answers
-//! `HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED` until then: false, as ROCR answers on a
-//! driver without it, which makes HIP keep its own allocation path.
+//! On a platform without [`VirtualAddressRanges`] (bare metal, a KFD older than 1.15)
+//! [`VirtualMemory::supported`] is false, as ROCR answers
+//! `HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED` on such a driver, and the device side
+//! fails as ROCR 7's does there (`INVALID_ARGUMENT` from its `IS_TRUE` checks); HIP then
+//! keeps its own allocation path.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
-use hsa_core::{bail, Error, Status};
+use hsa_core::platform::{
+    AccessPermission, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform,
+    VirtualAddressRanges,
+};
+use hsa_core::runtime::{PoolHandle, Runtime};
+use hsa_core::{bail, Error, NodeId, Status};
 
 /// The host page size in bytes, the default alignment of a reservation (ROCR 7's
 /// `VMemoryAddressReserve` takes `sysconf(_SC_PAGE_SIZE)` when the alignment is 0).
@@ -69,110 +76,53 @@ pub struct Mapping {
 }
 
 /// The bookkeeping of the virtual-memory API, apart from the memory behind it: reserved
-/// ranges of a GPU virtual address window, physical handles with their reference and mapping
-/// counts, and the mappings, with the statuses ROCR 7 returns for each misuse (its
-/// `Runtime::VMemory*` functions in `runtime.cpp`, ROCm/rocm-systems). The platform
-/// places and maps memory as the book decides.
-#[derive(Debug)]
+/// ranges (where the platform placed them), physical handles with their reference and
+/// mapping counts, and the mappings, with the statuses ROCR 7 returns for each misuse (its
+/// `Runtime::VMemory*` functions in `runtime.cpp`, ROCm/rocm-systems). The platform places
+/// and maps memory as the book decides.
+#[derive(Debug, Default)]
 pub struct Book {
-    /// First byte of the window reservations are carved from.
-    window_start: u64,
-    /// One past its last byte.
-    window_end: u64,
     reservations: BTreeMap<u64, Reservation>,
     handles: BTreeMap<u64, HandleRecord>,
     mappings: BTreeMap<u64, Mapping>,
     next_handle: u64,
 }
 
-fn align_up(v: u64, a: u64) -> Option<u64> {
-    v.checked_add(a - 1).map(|v| v & !(a - 1))
-}
-
 impl Book {
-    /// A book carving reservations from `[window_start, window_end)` (bytes of GPU virtual
-    /// address space, Linux: the range `hsa_linux::kfd::ioctl::VaSpace` keeps for them).
-    pub fn new(window_start: u64, window_end: u64) -> Book {
+    /// An empty book.
+    pub fn new() -> Book {
         Book {
-            window_start,
-            window_end,
-            reservations: BTreeMap::new(),
-            handles: BTreeMap::new(),
-            mappings: BTreeMap::new(),
             next_handle: 1,
+            ..Book::default()
         }
     }
 
-    /// Whether `[start, start + len)` is inside the window and meets no reservation.
-    fn free_at(&self, start: u64, len: u64) -> bool {
-        let Some(end) = start.checked_add(len) else {
-            return false;
-        };
-        if start < self.window_start || end > self.window_end {
-            return false;
-        }
-        if let Some((&s, r)) = self.reservations.range(..end).next_back() {
-            if s.saturating_add(r.size) > start {
-                return false;
-            }
-        }
-        true
-    }
-
-    /// Reserves `size` bytes aligned to `alignment` (0: [`PAGE_SIZE`]), at `address` if that
-    /// is free and aligned, else at the lowest free aligned address, as ROCR 7 tries the
-    /// fixed address first and then any (`hsa_amd_vmem_address_reserve_align`). Returns the
-    /// start.
+    /// Records the reservation of `size` bytes the platform made at `start`
+    /// (`hsa_amd_vmem_address_reserve`).
     ///
-    /// Errors: `InvalidArgument` for a size of 0 (ROCR's `IS_ZERO`) or an alignment that is
-    /// not a power of two multiple of the page size (ours: the thunk cannot honour it);
-    /// `OutOfResources` when no aligned range of the window is free (ROCR's status when the
-    /// thunk finds no address).
-    pub fn reserve(&mut self, size: u64, address: u64, alignment: u64) -> Result<u64, Error> {
-        let alignment = if alignment == 0 { PAGE_SIZE } else { alignment };
-        if size == 0 {
-            return Err(hsa_core::error!(
+    /// Errors: `InvalidArgument` for a size of 0 or a range that overflows or meets a
+    /// reservation of the book (the platform gave out an address twice).
+    pub fn adopt(&mut self, start: u64, size: u64) -> Result<(), Error> {
+        let Some(end) = start.checked_add(size).filter(|_| size > 0) else {
+            bail!(
                 Status::InvalidArgument,
-                "reserve: size is 0"
-            ));
-        }
-        if !alignment.is_power_of_two() || alignment < PAGE_SIZE {
-            return Err(hsa_core::error!(
-                Status::InvalidArgument,
-                "reserve: alignment {alignment:#x} is not a power of two multiple of the page size"
-            ));
-        }
-        let len = align_up(size, PAGE_SIZE).ok_or_else(|| {
-            hsa_core::error!(Status::OutOfResources, "reserve: size {size:#x} too large")
-        })?;
-        let start = if address != 0 && address % alignment == 0 && self.free_at(address, len) {
-            address
-        } else {
-            self.first_fit(len, alignment).ok_or_else(|| {
-                hsa_core::error!(
-                    Status::OutOfResources,
-                    "reserve: no free range of {len:#x} bytes aligned to {alignment:#x}"
-                )
-            })?
+                "reserve: bad range {start:#x}+{size:#x}"
+            );
         };
+        let meets_before = self
+            .reservations
+            .range(..end)
+            .next_back()
+            .is_some_and(|(&s, r)| s.saturating_add(r.size) > start);
+        if meets_before {
+            bail!(
+                Status::InvalidArgument,
+                "reserve: {start:#x}+{size:#x} meets a reservation already made"
+            );
+        }
         self.reservations
             .insert(start, Reservation { size, mappings: 0 });
-        Ok(start)
-    }
-
-    fn first_fit(&self, len: u64, alignment: u64) -> Option<u64> {
-        let mut cand = align_up(self.window_start, alignment)?;
-        for (&s, r) in &self.reservations {
-            let end = s.saturating_add(align_up(r.size, PAGE_SIZE).unwrap_or(u64::MAX));
-            if end <= cand {
-                continue;
-            }
-            if cand.checked_add(len)? <= s {
-                break;
-            }
-            cand = align_up(end, alignment)?;
-        }
-        (cand.checked_add(len)? <= self.window_end).then_some(cand)
+        Ok(())
     }
 
     /// Frees the reservation starting at `va` of `size` bytes
@@ -353,39 +303,43 @@ impl Book {
         (va < s.saturating_add(m.size)).then_some((s, *m))
     }
 
-    /// Removes the mappings that exactly tile `[va, va + size)` (`hsa_amd_vmem_unmap`).
-    /// Returns them with their starts, and the handles whose memory must be freed now
-    /// (released earlier, last mapping gone).
+    /// The mappings that exactly tile `[va, va + size)`, with their starts (ROCR 7's walk in
+    /// `hsa_amd_vmem_unmap` and `_set_access`).
     ///
-    /// Errors, as ROCR 7: `InvalidAllocation` when the range is not a contiguous run of whole
-    /// mappings starting at `va`; nothing is removed then.
-    #[allow(clippy::type_complexity)]
-    pub fn unmap(&mut self, va: u64, size: u64) -> Result<(Vec<(u64, Mapping)>, Vec<u64>), Error> {
+    /// Errors, as ROCR 7: `InvalidAllocation` when the range is not a contiguous run of
+    /// whole mappings starting at `va`.
+    pub fn tiling(&self, va: u64, size: u64) -> Result<Vec<(u64, Mapping)>, Error> {
         let end = va.checked_add(size).filter(|_| size != 0).ok_or_else(|| {
-            hsa_core::error!(
-                Status::InvalidArgument,
-                "unmap: bad range {va:#x}+{size:#x}"
-            )
+            hsa_core::error!(Status::InvalidArgument, "bad range {va:#x}+{size:#x}")
         })?;
         let mut run = Vec::new();
         let mut at = va;
         while at < end {
             let Some(m) = self.mappings.get(&at) else {
-                return Err(hsa_core::error!(
-                    Status::InvalidAllocation,
-                    "unmap: no mapping starts at {at:#x}"
-                ));
+                bail!(Status::InvalidAllocation, "no mapping starts at {at:#x}");
             };
             run.push((at, *m));
             at = at.saturating_add(m.size);
         }
         if at != end {
-            return Err(hsa_core::error!(
+            bail!(
                 Status::InvalidAllocation,
-                "unmap: {va:#x}+{size:#x} ends inside the mapping at {:#x}",
+                "{va:#x}+{size:#x} ends inside the mapping at {:#x}",
                 run.last().map_or(va, |r| r.0)
-            ));
+            );
         }
+        Ok(run)
+    }
+
+    /// Removes the mappings that exactly tile `[va, va + size)` (`hsa_amd_vmem_unmap`).
+    /// Returns them with their starts, and the handles whose memory must be freed now
+    /// (released earlier, last mapping gone).
+    ///
+    /// Errors, as ROCR 7: `InvalidAllocation` when the range is not a contiguous run of whole
+    /// mappings starting at `va` ([`Book::tiling`]); nothing is removed then.
+    #[allow(clippy::type_complexity)]
+    pub fn unmap(&mut self, va: u64, size: u64) -> Result<(Vec<(u64, Mapping)>, Vec<u64>), Error> {
+        let run = self.tiling(va, size)?;
         let mut to_free = Vec::new();
         for (s, m) in &run {
             self.mappings.remove(s);
@@ -408,6 +362,17 @@ impl Book {
 /// address space only, registered with no driver.
 pub const ADDRESS_NO_REGISTER: u64 = 1;
 
+/// `hsa_amd_memory_type_t`'s `MEMORY_TYPE_NONE`: a handle of ordinary memory.
+pub const MEMORY_TYPE_NONE: u32 = 0;
+/// `hsa_amd_memory_type_t`'s `MEMORY_TYPE_PINNED`: a handle of memory that never migrates
+/// (ROCR 7 adds `AllocatePinned`, libhsakmt `NoSubstitute`; amdkfd's buffer objects here never
+/// migrate anyway).
+pub const MEMORY_TYPE_PINNED: u32 = 1;
+
+fn align_up(v: u64, a: u64) -> Option<u64> {
+    v.checked_add(a - 1).map(|v| v & !(a - 1))
+}
+
 /// One host-only reservation (`HSA_AMD_VMEM_ADDRESS_NO_REGISTER`): the anonymous mapping
 /// made for it and the size the caller asked.
 #[derive(Clone, Copy, Debug)]
@@ -417,28 +382,47 @@ struct HostReservation {
     size: u64,
 }
 
-/// The virtual-memory state of one runtime (module docs): the [`Book`] of device
-/// reservations, handles and mappings, and the host-only reservations ROCR 7 makes with
-/// `HSA_AMD_VMEM_ADDRESS_NO_REGISTER` (anonymous `mmap`, no driver involved), which work on
-/// every platform.
-///
-/// Without a platform capability to place memory at a chosen device address (module docs),
-/// [`VirtualMemory::supported`] is false and the device side answers as ROCR 7 answers when
-/// `VirtualMemApiSupported()` is false: `hsa_amd_vmem_address_reserve` (without
-/// `NO_REGISTER`), `_address_reserve_align` and `_handle_create` fail their `IS_TRUE` check
-/// with `INVALID_ARGUMENT`; no handle or mapping can then exist, so the lookups fail as
-/// ROCR's do on an empty table (`INVALID_ALLOCATION`, `INVALID_ARGUMENT` for a map into no
-/// reservation), and an import, which ROCR hands to the thunk's graphics-handle
-/// registration, is `INCOMPATIBLE_ARGUMENTS` (ROCR's status when that fails).
+/// The memory behind one handle: its chunk, the pool it came from (`hsa_amd_memory_pool_t`'s
+/// handle, 0 for an import), its type, and the node of the agent that owns it.
+#[derive(Clone, Copy, Debug)]
+struct HandleMemory {
+    chunk: MemoryChunk,
+    pool: u64,
+    memory_type: u32,
+    owner: NodeId,
+    /// Whether the owner is a GPU (ROCR 7 maps only memory a GPU owns).
+    gpu_owned: bool,
+}
+
 #[derive(Debug)]
-pub struct VirtualMemory {
-    book: std::sync::Mutex<Book>,
+struct Inner {
+    book: Book,
+    memory: HashMap<u64, HandleMemory>,
+}
+
+/// The virtual-memory state of one runtime (module docs): the [`Book`] of device
+/// reservations, handles and mappings, the memory behind each handle, and the host-only
+/// reservations ROCR 7 makes with `HSA_AMD_VMEM_ADDRESS_NO_REGISTER` (anonymous `mmap`, no
+/// driver involved), which work on every platform.
+///
+/// Without the platform's [`VirtualAddressRanges`], [`VirtualMemory::supported`] is false and
+/// the device side answers as ROCR 7 answers when `VirtualMemApiSupported()` is false:
+/// `hsa_amd_vmem_address_reserve` (without `NO_REGISTER`), `_address_reserve_align` and
+/// `_handle_create` fail their `IS_TRUE` check with `INVALID_ARGUMENT`; no handle or mapping
+/// can then exist, so the lookups fail as ROCR's do on an empty table (`INVALID_ALLOCATION`,
+/// `INVALID_ARGUMENT` for a map into no reservation), and an import is
+/// `INCOMPATIBLE_ARGUMENTS` (ROCR's status when libhsakmt cannot register the dma-buf).
+pub struct VirtualMemory<P: Platform + 'static> {
+    rt: Arc<Runtime<Arc<P>>>,
+    inner: std::sync::Mutex<Inner>,
     host: std::sync::Mutex<BTreeMap<u64, HostReservation>>,
 }
 
-impl Default for VirtualMemory {
-    fn default() -> Self {
-        VirtualMemory::new()
+impl<P: Platform + 'static> std::fmt::Debug for VirtualMemory<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VirtualMemory")
+            .field("book", &self.inner().book)
+            .finish_non_exhaustive()
     }
 }
 
@@ -450,24 +434,37 @@ fn not_supported(what: &str) -> Error {
     )
 }
 
-impl VirtualMemory {
-    /// No reservation, no handle.
-    pub fn new() -> VirtualMemory {
+impl<P: Platform + 'static> VirtualMemory<P> {
+    /// No reservation, no handle, over the platform of `rt`.
+    pub fn new(rt: Arc<Runtime<Arc<P>>>) -> VirtualMemory<P> {
         VirtualMemory {
-            book: std::sync::Mutex::new(Book::new(0, 0)),
+            rt,
+            inner: std::sync::Mutex::new(Inner {
+                book: Book::new(),
+                memory: HashMap::new(),
+            }),
             host: std::sync::Mutex::new(BTreeMap::new()),
         }
     }
 
     /// `HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED`: whether the device side of the
-    /// `hsa_amd_vmem_*` functions works. False: no platform offers placing memory at a chosen
-    /// address yet (module docs).
+    /// `hsa_amd_vmem_*` functions works, which is whether the platform has
+    /// [`VirtualAddressRanges`] (Linux: amdkfd 1.15 or later with a GPU, as ROCR 7's
+    /// `CheckVirtualMemApiSupport`).
     pub fn supported(&self) -> bool {
-        false
+        self.rt.platform().capabilities().virtual_ranges.is_some()
     }
 
-    fn book(&self) -> std::sync::MutexGuard<'_, Book> {
-        self.book.lock().unwrap_or_else(|e| e.into_inner())
+    fn ranges(&self, what: &str) -> Result<&dyn VirtualAddressRanges, Error> {
+        self.rt
+            .platform_ref()
+            .capabilities()
+            .virtual_ranges
+            .ok_or_else(|| not_supported(what))
+    }
+
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn host(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, HostReservation>> {
@@ -475,15 +472,18 @@ impl VirtualMemory {
     }
 
     /// Reserves `size` bytes of address space aligned to `alignment` (0: [`PAGE_SIZE`]), at
-    /// `address` when the system can (`hsa_amd_vmem_address_reserve`, `_reserve_align`).
-    /// With [`ADDRESS_NO_REGISTER`] in `flags` this is host address space as ROCR 7 makes it:
-    /// an anonymous private mapping of `size + alignment - page` bytes (hinted at `address`),
-    /// aligned up; without it, device address space, which needs [`Self::supported`].
+    /// `address` when that is aligned and free (`hsa_amd_vmem_address_reserve`,
+    /// `_reserve_align`). With [`ADDRESS_NO_REGISTER`] in `flags` this is host address space
+    /// as ROCR 7 makes it: an anonymous private mapping of `size + alignment - page` bytes
+    /// (hinted at `address`), aligned up; without it, address space of the host and the
+    /// agents alike ([`VirtualAddressRanges::reserve_range`]), which needs
+    /// [`Self::supported`].
     ///
     /// # Errors
     /// `Status::InvalidArgument` for a size of 0, an alignment that is not a power of two
     /// multiple of the page size, or device address space while unsupported (ROCR 7's
-    /// `IS_TRUE(VirtualMemApiSupported())`); `Status::OutOfResources` when `mmap` fails.
+    /// `IS_TRUE(VirtualMemApiSupported())`); `Status::OutOfResources` when no range is found
+    /// (ROCR 7's status when libhsakmt finds none) or `mmap` fails.
     pub fn reserve(
         &self,
         size: u64,
@@ -494,12 +494,6 @@ impl VirtualMemory {
         if size == 0 {
             bail!(Status::InvalidArgument, "address_reserve: size is 0");
         }
-        if flags & ADDRESS_NO_REGISTER == 0 {
-            if !self.supported() {
-                return Err(not_supported("address_reserve"));
-            }
-            return self.book().reserve(size, address, alignment);
-        }
         let alignment = if alignment == 0 { PAGE_SIZE } else { alignment };
         if !alignment.is_power_of_two() || alignment < PAGE_SIZE {
             bail!(
@@ -507,6 +501,16 @@ impl VirtualMemory {
                 "address_reserve: alignment {alignment:#x} is not a power of two multiple of \
                  the page size"
             );
+        }
+        if flags & ADDRESS_NO_REGISTER == 0 {
+            let ranges = self.ranges("address_reserve")?;
+            let start = ranges.reserve_range(size, alignment, address)?;
+            if let Err(e) = self.inner().book.adopt(start, size) {
+                // SAFETY: the range was just made and handed to nobody.
+                let _ = unsafe { ranges.release_range(start) };
+                return Err(e);
+            }
+            return Ok(start);
         }
         let os_len = size
             .checked_add(alignment - PAGE_SIZE)
@@ -551,7 +555,8 @@ impl VirtualMemory {
     /// # Errors
     /// As ROCR 7: `Status::InvalidAllocation` when no reservation starts at `va`;
     /// `Status::InvalidArgument` when `size` is not its size; `Status::ResourceFree` while a
-    /// mapping is inside; `Status::Error` when `munmap` fails.
+    /// mapping is inside; `Status::Error` when the system refuses (`munmap`, or the platform;
+    /// the reservation is then kept).
     pub fn free(&self, va: u64, size: u64) -> Result<(), Error> {
         let mut host = self.host();
         if let Some(r) = host.get(&va).copied() {
@@ -569,88 +574,270 @@ impl VirtualMemory {
             return Ok(());
         }
         drop(host);
-        self.book().free(va, size)
+        let mut inner = self.inner();
+        inner.book.free(va, size)?;
+        // Reservations exist only where the platform has the capability.
+        let ranges = self.ranges("address_free")?;
+        // SAFETY: the book had the reservation with no mapping inside; the caller gives its
+        // addresses back (hsa_amd_vmem_address_free's contract).
+        if let Err(e) = unsafe { ranges.release_range(va) } {
+            let _ = inner.book.adopt(va, size);
+            return Err(e.with_status(Status::Error));
+        }
+        Ok(())
     }
 
-    /// `hsa_amd_vmem_handle_create`: physical memory of `size` bytes from a pool.
+    /// `hsa_amd_vmem_handle_create`: `size` bytes of physical memory from pool `pool`
+    /// (`hsa_amd_memory_pool_t`'s handle) of type `memory_type` ([`MEMORY_TYPE_NONE`] or
+    /// [`MEMORY_TYPE_PINNED`]); a chunk of its own, from the pool owner's memory
+    /// ([`Platform::allocate_memory`], as ROCR 7 allocates a buffer object with
+    /// `AllocateMemoryOnly`). Returns the handle.
     ///
     /// # Errors
-    /// `Status::InvalidArgument` for a size of 0 and, while [`Self::supported`] is false,
-    /// always (ROCR 7's `IS_TRUE(VirtualMemApiSupported())`).
-    pub fn create_handle(&self, size: u64) -> Result<u64, Error> {
+    /// As ROCR 7: `Status::InvalidArgument` for a size of 0, while unsupported, for another
+    /// memory type, an unknown pool (or one without runtime allocation), or a size that is not
+    /// a multiple of the page; the platform's status when the memory cannot be allocated
+    /// (`Status::OutOfResources`).
+    pub fn create_handle(&self, pool: u64, size: u64, memory_type: u32) -> Result<u64, Error> {
         if size == 0 {
             bail!(Status::InvalidArgument, "handle_create: size is 0");
         }
-        Err(not_supported("handle_create"))
+        self.ranges("handle_create")?;
+        if memory_type != MEMORY_TYPE_NONE && memory_type != MEMORY_TYPE_PINNED {
+            bail!(
+                Status::InvalidArgument,
+                "handle_create: memory type {memory_type} is neither MEMORY_TYPE_NONE nor \
+                 MEMORY_TYPE_PINNED"
+            );
+        }
+        let p = self
+            .rt
+            .pool(PoolHandle(pool))
+            .map_err(|e| e.with_status(Status::InvalidArgument))?;
+        let info = p.info();
+        if !info.runtime_alloc_allowed {
+            bail!(
+                Status::InvalidArgument,
+                "handle_create: pool {pool:#x} does not allow runtime allocation"
+            );
+        }
+        let owner_gpu = self.rt.agent(p.agent())?.is_gpu();
+        let mut inner = self.inner();
+        let id = inner.book.create_handle(size, PAGE_SIZE)?;
+        let mut flags = info.chunk_flags;
+        if info.memory_kind == MemoryKind::System {
+            // Exportable (a GTT buffer object, not USERPTR pages): handles are dma-bufs.
+            flags |= MemoryFlags::SHAREABLE;
+        }
+        let chunk = match self.rt.platform().allocate_memory(&MemoryRequest {
+            node: info.owner,
+            kind: info.memory_kind,
+            size_bytes: size,
+            align_bytes: PAGE_SIZE,
+            flags,
+        }) {
+            Ok(c) => c,
+            Err(e) => {
+                inner.book.forget_handle(id);
+                return Err(e);
+            }
+        };
+        inner.memory.insert(
+            id,
+            HandleMemory {
+                chunk,
+                pool,
+                memory_type,
+                owner: info.owner,
+                gpu_owned: owner_gpu,
+            },
+        );
+        Ok(id)
     }
 
-    /// `hsa_amd_vmem_handle_release`: drops one reference of handle `id`.
+    /// Frees the memory of handle `id` (no reference, no mapping left).
+    fn free_handle_memory(&self, inner: &mut Inner, id: u64) -> Result<(), Error> {
+        if let Some(m) = inner.memory.remove(&id) {
+            // SAFETY: the chunk is this handle's alone; the book says nothing maps or
+            // references it any more, and it was never handed out but through mappings.
+            unsafe { self.rt.platform().free_memory(&m.chunk) }?;
+        }
+        Ok(())
+    }
+
+    /// `hsa_amd_vmem_handle_release`: drops one reference of handle `id`; its memory goes
+    /// with the last reference, or with its last mapping when mappings remain.
     ///
     /// # Errors
-    /// `Status::InvalidAllocation` for an unknown handle or one with no reference left.
+    /// `Status::InvalidAllocation` for an unknown handle or one with no reference left; the
+    /// platform's status when the memory cannot be freed.
     pub fn release_handle(&self, id: u64) -> Result<(), Error> {
-        self.book().release_handle(id).map(|_| ())
+        let mut inner = self.inner();
+        if inner.book.release_handle(id)? {
+            self.free_handle_memory(&mut inner, id)?;
+        }
+        Ok(())
     }
 
-    /// `hsa_amd_vmem_map`: maps `size` bytes of handle `id` from `offset` at `va`.
+    /// `hsa_amd_vmem_map`: maps `size` bytes of handle `id` from `offset` at `va`; no agent
+    /// has access yet.
     ///
     /// # Errors
     /// As [`Book::map`]: `Status::InvalidArgument` for a range outside one reservation, an
     /// unknown handle, a size or offset that does not fit the handle, or a range meeting
-    /// another mapping.
+    /// another mapping; as ROCR 7, `Status::InvalidAgent` for a handle of memory no GPU owns;
+    /// the platform's status when the driver refuses.
     pub fn map(&self, va: u64, size: u64, offset: u64, id: u64) -> Result<(), Error> {
-        self.book().map(va, size, offset, id)
+        let mut inner = self.inner();
+        inner.book.map(va, size, offset, id)?;
+        let undo = |inner: &mut Inner, e: Error| {
+            let _ = inner.book.unmap(va, size);
+            e
+        };
+        let Some(m) = inner.memory.get(&id).copied() else {
+            return Err(undo(
+                &mut inner,
+                hsa_core::error!(Status::InvalidArgument, "map: unknown handle {id:#x}"),
+            ));
+        };
+        if !m.gpu_owned {
+            return Err(undo(
+                &mut inner,
+                hsa_core::error!(
+                    Status::InvalidAgent,
+                    "map: handle {id:#x} is memory of node {}, which is not a GPU",
+                    m.owner.0
+                ),
+            ));
+        }
+        let r = self
+            .ranges("map")
+            .and_then(|r| r.map_range(va, size, &m.chunk, offset));
+        if let Err(e) = r {
+            return Err(undo(&mut inner, e));
+        }
+        Ok(())
     }
 
-    /// `hsa_amd_vmem_unmap`.
+    /// `hsa_amd_vmem_unmap`: removes the mappings that tile `[va, va + size)` with every
+    /// agent's access; a handle released meanwhile is freed with its last mapping.
+    ///
+    /// # Safety
+    /// Neither the host nor any queue uses the range any more.
     ///
     /// # Errors
     /// As [`Book::unmap`]: `Status::InvalidAllocation` when the range is not a run of whole
-    /// mappings.
-    pub fn unmap(&self, va: u64, size: u64) -> Result<(), Error> {
-        self.book().unmap(va, size).map(|_| ())
+    /// mappings (nothing changes); the platform's status when a mapping cannot be removed
+    /// (the book forgets it all the same, as ROCR 7 does not).
+    pub unsafe fn unmap(&self, va: u64, size: u64) -> Result<(), Error> {
+        let mut inner = self.inner();
+        let (run, to_free) = inner.book.unmap(va, size)?;
+        let mut first_err = None;
+        if let Ok(ranges) = self.ranges("unmap") {
+            for (start, _) in &run {
+                // SAFETY: the caller uses the range no more (this function's contract).
+                if let Err(e) = unsafe { ranges.unmap_range(*start) } {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        for id in to_free {
+            if let Err(e) = self.free_handle_memory(&mut inner, id) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
     }
 
-    /// `hsa_amd_vmem_set_access` for a range (the caller checked the agents): ROCR 7 needs
-    /// the range inside one reservation, then whole mappings over it.
+    /// `hsa_amd_vmem_set_access`: gives each `(node, permission)` of `access` to every
+    /// mapping that tiles `[va, va + size)`, replacing what the node could do before
+    /// (`AccessPermission::None` removes it). The caller checked the agents (ROCR 7 checks
+    /// them first: `INVALID_AGENT`).
+    ///
+    /// # Safety
+    /// Where access is removed or changed, that agent (the host, for a CPU node) uses the
+    /// range no more.
     ///
     /// # Errors
-    /// `Status::InvalidArgument` for a range in no reservation (host-only reservations
-    /// count); `Status::InvalidAllocation` when mappings do not cover it.
-    pub fn set_access(&self, va: u64, size: u64) -> Result<(), Error> {
+    /// As ROCR 7: `Status::InvalidArgument` for a range in no reservation (host-only
+    /// reservations count); `Status::InvalidAllocation` when mappings do not tile it; the
+    /// platform's status (`Status::Error`) when the driver refuses.
+    pub unsafe fn set_access(
+        &self,
+        va: u64,
+        size: u64,
+        access: &[(NodeId, AccessPermission)],
+    ) -> Result<(), Error> {
         let in_host = self
             .host()
             .range(..=va)
             .next_back()
             .is_some_and(|(&s, r)| va.checked_add(size).is_some_and(|e| e <= s + r.size));
-        let book = self.book();
-        if !in_host && !book.reserved(va, size) {
+        let inner = self.inner();
+        if !in_host && !inner.book.reserved(va, size) {
             bail!(
                 Status::InvalidArgument,
                 "set_access: {va:#x}+{size:#x} is not inside a reserved range"
             );
         }
-        if book.mapping_at(va).is_none() {
-            bail!(
-                Status::InvalidAllocation,
-                "set_access: nothing is mapped at {va:#x}"
-            );
+        let run = inner.book.tiling(va, size)?;
+        let ranges = self.ranges("set_access")?;
+        for (start, _) in run {
+            for &(node, perm) in access {
+                // SAFETY: the caller's contract (where access is removed or changed, that
+                // agent uses the range no more).
+                unsafe { ranges.set_range_access(start, node, perm) }?;
+            }
         }
-        Err(not_supported("set_access"))
+        Ok(())
     }
 
-    /// `hsa_amd_vmem_get_access`.
+    /// `hsa_amd_vmem_get_access`: what the agent of `node` may do with the mapping holding
+    /// `va` ([`AccessPermission::None`] when its access was never set). The caller checked
+    /// that the agent is a GPU (ROCR 7: `INVALID_AGENT` otherwise, after the lookup).
     ///
     /// # Errors
     /// `Status::InvalidAllocation` when nothing is mapped at `va`.
-    pub fn get_access(&self, va: u64) -> Result<u32, Error> {
-        if self.book().mapping_at(va).is_none() {
+    pub fn get_access(&self, va: u64, node: NodeId) -> Result<AccessPermission, Error> {
+        let Some((start, _)) = self.inner().book.mapping_at(va) else {
             bail!(
                 Status::InvalidAllocation,
                 "get_access: nothing is mapped at {va:#x}"
             );
+        };
+        self.ranges("get_access")?.range_access(start, node)
+    }
+
+    /// Whether the agent of `node` reaches all of `[va, va + len)` through mappings of this
+    /// API: contiguous mappings cover it and each gave the node access (the copy engine's
+    /// test before it hands the range to that GPU's SDMA engine).
+    pub fn reachable(&self, va: u64, len: u64, node: NodeId) -> bool {
+        let Some(end) = va.checked_add(len).filter(|_| len > 0) else {
+            return false;
+        };
+        let Some(ranges) = self.rt.platform_ref().capabilities().virtual_ranges else {
+            return false;
+        };
+        let inner = self.inner();
+        let mut at = va;
+        while at < end {
+            let Some((start, m)) = inner.book.mapping_at(at) else {
+                return false;
+            };
+            if ranges
+                .range_access(start, node)
+                .map_or(true, |p| p == AccessPermission::None)
+            {
+                return false;
+            }
+            at = start.saturating_add(m.size);
         }
-        Err(not_supported("get_access"))
+        true
+    }
+
+    /// Whether something is mapped at `va` (ROCR 7's first check of `_get_access`).
+    pub fn is_mapped(&self, va: u64) -> bool {
+        self.inner().book.mapping_at(va).is_some()
     }
 
     /// `hsa_amd_vmem_retain_alloc_handle`: the handle mapped at `va`, one more reference.
@@ -658,8 +845,8 @@ impl VirtualMemory {
     /// # Errors
     /// `Status::InvalidAllocation` when no mapping starts at `va`.
     pub fn retain(&self, va: u64) -> Result<u64, Error> {
-        let mut book = self.book();
-        let Some((start, m)) = book.mapping_at(va) else {
+        let mut inner = self.inner();
+        let Some((start, m)) = inner.book.mapping_at(va) else {
             bail!(
                 Status::InvalidAllocation,
                 "retain_alloc_handle: nothing is mapped at {va:#x}"
@@ -671,27 +858,62 @@ impl VirtualMemory {
                 "retain_alloc_handle: {va:#x} is inside the mapping at {start:#x}"
             );
         }
-        book.retain_handle(m.handle)?;
+        inner.book.retain_handle(m.handle)?;
         Ok(m.handle)
     }
 
-    /// The record of handle `id` (`hsa_amd_vmem_export_shareable_handle`,
-    /// `_get_alloc_properties_from_handle` look it up first).
+    /// The record of handle `id`.
     ///
     /// # Errors
     /// `Status::InvalidAllocation` for an unknown handle.
     pub fn handle(&self, id: u64) -> Result<HandleRecord, Error> {
-        self.book().handle(id).ok_or_else(|| {
+        self.inner().book.handle(id).ok_or_else(|| {
             hsa_core::error!(Status::InvalidAllocation, "unknown memory handle {id:#x}")
         })
     }
 
-    /// `hsa_amd_vmem_import_shareable_handle` of dma-buf `fd`.
+    /// `hsa_amd_vmem_get_alloc_properties_from_handle`: the pool handle `id` came from (for
+    /// an import, the last pool of the owning GPU that allows runtime allocation, as ROCR 7
+    /// picks) and its memory type.
     ///
     /// # Errors
-    /// `Status::InvalidArgument` for a negative `fd`; otherwise, while unsupported,
-    /// `Status::IncompatibleArguments` (ROCR 7's status when the thunk cannot register the
-    /// dma-buf).
+    /// `Status::InvalidAllocation` for an unknown handle.
+    pub fn properties(&self, id: u64) -> Result<(u64, u32), Error> {
+        let inner = self.inner();
+        match (inner.book.handle(id), inner.memory.get(&id)) {
+            (Some(_), Some(m)) => Ok((m.pool, m.memory_type)),
+            _ => bail!(Status::InvalidAllocation, "unknown memory handle {id:#x}"),
+        }
+    }
+
+    /// `hsa_amd_vmem_export_shareable_handle`: a new dma-buf descriptor over handle `id`'s
+    /// memory, which the caller owns.
+    ///
+    /// # Errors
+    /// `Status::InvalidAllocation` for an unknown handle; the platform's status when the
+    /// driver refuses.
+    pub fn export(&self, id: u64) -> Result<i32, Error> {
+        let chunk = {
+            let inner = self.inner();
+            match (inner.book.handle(id), inner.memory.get(&id)) {
+                (Some(_), Some(m)) => m.chunk,
+                _ => bail!(
+                    Status::InvalidAllocation,
+                    "export: unknown memory handle {id:#x}"
+                ),
+            }
+        };
+        self.ranges("export")?.export_chunk(&chunk)
+    }
+
+    /// `hsa_amd_vmem_import_shareable_handle` of dma-buf `fd` (the caller keeps `fd`): a new
+    /// handle over its memory, owned by the GPU that holds it.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for a negative `fd`; `Status::IncompatibleArguments` while
+    /// unsupported or for a descriptor the platform cannot import (ROCR 7's status when
+    /// libhsakmt cannot register it); `Status::InvalidAllocation` when the owning GPU has no
+    /// pool that allows runtime allocation (as ROCR 7).
     pub fn import(&self, fd: i32) -> Result<u64, Error> {
         if fd < 0 {
             bail!(
@@ -699,21 +921,93 @@ impl VirtualMemory {
                 "import: dmabuf_fd {fd} is negative"
             );
         }
-        bail!(
-            Status::IncompatibleArguments,
-            "import: dma-buf {fd} cannot become a memory handle: the virtual memory API is \
-             not supported on this platform"
-        )
+        let ranges = self.ranges("import").map_err(|_| {
+            hsa_core::error!(
+                Status::IncompatibleArguments,
+                "import: dma-buf {fd} cannot become a memory handle: the virtual memory API \
+                 is not supported on this platform"
+            )
+        })?;
+        let (chunk, owner) = ranges.import_chunk(fd)?;
+        let pool = self
+            .rt
+            .agents()
+            .iter()
+            .find(|a| a.node() == owner.0 && a.is_gpu())
+            .and_then(|a| {
+                self.rt
+                    .agent_pools(a.handle())
+                    .filter(|p| p.info().runtime_alloc_allowed)
+                    .last()
+                    .map(|p| p.handle().0)
+            });
+        let Some(pool) = pool else {
+            // SAFETY: the chunk was just imported and handed to nobody.
+            let _ = unsafe { self.rt.platform().free_memory(&chunk) };
+            bail!(
+                Status::InvalidAllocation,
+                "import: node {} owning dma-buf {fd} has no pool for it",
+                owner.0
+            );
+        };
+        let mut inner = self.inner();
+        let id = match inner.book.create_handle(chunk.size_bytes, PAGE_SIZE) {
+            Ok(id) => id,
+            Err(e) => {
+                // SAFETY: as above.
+                let _ = unsafe { self.rt.platform().free_memory(&chunk) };
+                return Err(e);
+            }
+        };
+        inner.memory.insert(
+            id,
+            HandleMemory {
+                chunk,
+                pool,
+                memory_type: MEMORY_TYPE_NONE,
+                owner,
+                gpu_owned: true,
+            },
+        );
+        Ok(id)
     }
 }
 
-impl Drop for VirtualMemory {
+impl<P: Platform + 'static> Drop for VirtualMemory<P> {
     fn drop(&mut self) {
         for r in self.host().values() {
             // SAFETY: each host reservation's own mapping, unmapped once, at the end.
             let _ = unsafe {
                 rustix::mm::munmap(r.os_addr as *mut std::ffi::c_void, r.os_len as usize)
             };
+        }
+        // The application is done with the runtime: what it left mapped, reserved or
+        // allocated goes back, mappings first.
+        let mut inner = self.inner();
+        let mappings: Vec<(u64, u64)> = inner
+            .book
+            .mappings
+            .iter()
+            .map(|(&s, m)| (s, m.size))
+            .collect();
+        let ranges = self.rt.platform_ref().capabilities().virtual_ranges;
+        for (s, size) in mappings {
+            if let Some(r) = ranges {
+                // SAFETY: the runtime is going; nothing uses its mappings any more.
+                let _ = unsafe { r.unmap_range(s) };
+            }
+            let _ = inner.book.unmap(s, size);
+        }
+        let reservations: Vec<u64> = inner.book.reservations.keys().copied().collect();
+        for s in reservations {
+            if let Some(r) = ranges {
+                // SAFETY: as above, and nothing is mapped in it now.
+                let _ = unsafe { r.release_range(s) };
+            }
+        }
+        for (_, m) in inner.memory.drain() {
+            // SAFETY: as above: nothing maps or uses the handle's memory.
+            let _ = unsafe { self.rt.platform().free_memory(&m.chunk) };
         }
     }
 }
@@ -723,37 +1017,38 @@ mod tests {
     use super::*;
 
     const W0: u64 = 0x10_0000_0000;
-    const W1: u64 = 0x10_4000_0000;
 
     fn st<T: std::fmt::Debug>(r: Result<T, Error>) -> Status {
         r.unwrap_err().status()
     }
 
+    /// A book with one reservation of `size` bytes at `W0`.
+    fn book(size: u64) -> (Book, u64) {
+        let mut b = Book::new();
+        b.adopt(W0, size).unwrap();
+        (b, W0)
+    }
+
     #[test]
-    fn reserve_aligns_and_avoids_overlap() {
-        let mut b = Book::new(W0 + 0x1000, W1);
-        let a = b.reserve(0x3000, 0, 0x20_0000).unwrap();
-        assert_eq!(a, W0 + 0x20_0000);
-        // The requested address overlaps `a`: the next aligned free range instead.
-        let c = b.reserve(0x1000, a + 0x1000, 0x1000).unwrap();
-        assert_eq!(c, W0 + 0x1000);
-        let d = b.reserve(0x1000, a + 0x2000, 0x1000).unwrap();
-        assert_eq!(d, W0 + 0x2000);
-        // A free, aligned requested address is honoured.
-        let e = b.reserve(0x1000, W0 + 0x100_0000, 0).unwrap();
-        assert_eq!(e, W0 + 0x100_0000);
-        // After `a` (0x3000 bytes), the next 2 MiB boundary.
-        let f = b.reserve(0x1000, 0, 0x20_0000).unwrap();
-        assert_eq!(f, W0 + 0x40_0000);
-        assert_eq!(st(b.reserve(0, 0, 0)), Status::InvalidArgument);
-        assert_eq!(st(b.reserve(0x1000, 0, 0x3000)), Status::InvalidArgument);
-        assert_eq!(st(b.reserve(W1 - W0, 0, 0)), Status::OutOfResources);
+    fn adopt_refuses_empty_overflowing_and_overlapping_ranges() {
+        let (mut b, a) = book(0x3000);
+        assert_eq!(st(b.adopt(a + 0x2000, 0x1000)), Status::InvalidArgument);
+        assert_eq!(st(b.adopt(a - 0x1000, 0x2000)), Status::InvalidArgument);
+        assert_eq!(st(b.adopt(a + 0x4000, 0)), Status::InvalidArgument);
+        assert_eq!(
+            st(b.adopt(u64::MAX - 0xfff, 0x2000)),
+            Status::InvalidArgument
+        );
+        // Touching ranges are separate reservations.
+        b.adopt(a + 0x3000, 0x1000).unwrap();
+        b.adopt(a - 0x1000, 0x1000).unwrap();
+        assert!(b.reserved(a - 0x1000, 0x1000));
+        assert!(!b.reserved(a - 0x1000, 0x2000));
     }
 
     #[test]
     fn free_statuses_are_rocr_7s() {
-        let mut b = Book::new(W0, W1);
-        let a = b.reserve(0x4000, 0, 0).unwrap();
+        let (mut b, a) = book(0x4000);
         assert_eq!(st(b.free(a + 0x1000, 0x4000)), Status::InvalidAllocation);
         assert_eq!(st(b.free(a, 0x1000)), Status::InvalidArgument);
         let h = b.create_handle(0x2000, 0x1000).unwrap();
@@ -766,15 +1061,11 @@ mod tests {
 
     #[test]
     fn map_checks_range_overlap_and_handle() {
-        let mut b = Book::new(W0, W1);
-        let a = b.reserve(0x8000, 0, 0).unwrap();
+        let (mut b, a) = book(0x8000);
         assert_eq!(st(b.create_handle(0x1800, 0x1000)), Status::InvalidArgument);
         let h = b.create_handle(0x4000, 0x1000).unwrap();
         // Outside any reservation, or running past its end.
-        assert_eq!(
-            st(b.map(W1 - 0x1000, 0x1000, 0, h)),
-            Status::InvalidArgument
-        );
+        assert_eq!(st(b.map(a + 0x9000, 0x1000, 0, h)), Status::InvalidArgument);
         assert_eq!(st(b.map(a + 0x6000, 0x4000, 0, h)), Status::InvalidArgument);
         assert_eq!(st(b.map(a, 0x1000, 0, h + 7)), Status::InvalidArgument);
         assert_eq!(st(b.map(a, 0x2000, 0x3000, h)), Status::InvalidArgument);
@@ -784,7 +1075,9 @@ mod tests {
         b.map(a, 0x2000, 0x2000, h).unwrap();
         assert_eq!(b.mapping_at(a + 0x2fff).unwrap().0, a + 0x2000);
         assert_eq!(b.handle(h).unwrap().mappings, 2);
-        // Unmap must tile whole mappings.
+        // Unmap (and set_access's walk) must tile whole mappings.
+        assert_eq!(st(b.tiling(a, 0x3000)), Status::InvalidAllocation);
+        assert_eq!(b.tiling(a, 0x2000).unwrap().len(), 1);
         assert_eq!(st(b.unmap(a, 0x1000)), Status::InvalidAllocation);
         assert_eq!(st(b.unmap(a + 0x1000, 0x1000)), Status::InvalidAllocation);
         assert_eq!(st(b.unmap(a, 0x5000)), Status::InvalidAllocation);
@@ -795,8 +1088,7 @@ mod tests {
 
     #[test]
     fn handle_lives_until_last_reference_and_mapping() {
-        let mut b = Book::new(W0, W1);
-        let a = b.reserve(0x1000, 0, 0).unwrap();
+        let (mut b, a) = book(0x1000);
         let h = b.create_handle(0x1000, 0x1000).unwrap();
         b.retain_handle(h).unwrap();
         b.map(a, 0x1000, 0, h).unwrap();
@@ -811,11 +1103,16 @@ mod tests {
     }
 
     /// Host-only reservations (`ADDRESS_NO_REGISTER`) are usable memory at the asked
-    /// alignment and free with ROCR 7's statuses; the device side answers as ROCR 7 does
+    /// alignment and free with ROCR 7's statuses; on a platform without
+    /// `VirtualAddressRanges` (the fake platform) the device side answers as ROCR 7 does
     /// while unsupported.
     #[test]
     fn host_reservations_and_the_unsupported_device_side() {
-        let vm = VirtualMemory::new();
+        let rt = Arc::new(
+            Runtime::new(Arc::new(hsa_core::platform::fake::FakePlatform::new())).unwrap(),
+        );
+        let pool = rt.pools()[0].handle().0;
+        let vm = VirtualMemory::new(rt);
         assert!(!vm.supported());
         assert_eq!(st(vm.reserve(0x1000, 0, 0, 0)), Status::InvalidArgument);
         assert_eq!(
@@ -833,21 +1130,32 @@ mod tests {
             (a as *mut u8).write_bytes(0xa5, 0x3000);
             assert_eq!((a as *const u8).add(0x2fff).read(), 0xa5);
         }
-        assert_eq!(st(vm.set_access(a, 0x1000)), Status::InvalidAllocation);
-        assert_eq!(
-            st(vm.set_access(a + 0x3000, 0x1000)),
-            Status::InvalidArgument
-        );
+        let rw = [(NodeId(0), AccessPermission::ReadWrite)];
+        // SAFETY: nothing is mapped, so no access changes.
+        unsafe {
+            assert_eq!(st(vm.set_access(a, 0x1000, &rw)), Status::InvalidAllocation);
+            assert_eq!(
+                st(vm.set_access(a + 0x3000, 0x1000, &rw)),
+                Status::InvalidArgument
+            );
+        }
         assert_eq!(st(vm.free(a, 0x1000)), Status::InvalidArgument);
         assert_eq!(st(vm.free(a + 0x1000, 0x3000)), Status::InvalidAllocation);
         vm.free(a, 0x3000).unwrap();
         assert_eq!(st(vm.free(a, 0x3000)), Status::InvalidAllocation);
-        assert_eq!(st(vm.create_handle(0x1000)), Status::InvalidArgument);
+        assert_eq!(
+            st(vm.create_handle(pool, 0x1000, 0)),
+            Status::InvalidArgument
+        );
         assert_eq!(st(vm.release_handle(1)), Status::InvalidAllocation);
         assert_eq!(st(vm.handle(1)), Status::InvalidAllocation);
+        assert_eq!(st(vm.properties(1)), Status::InvalidAllocation);
+        assert_eq!(st(vm.export(1)), Status::InvalidAllocation);
         assert_eq!(st(vm.retain(a)), Status::InvalidAllocation);
-        assert_eq!(st(vm.get_access(a)), Status::InvalidAllocation);
-        assert_eq!(st(vm.unmap(a, 0x1000)), Status::InvalidAllocation);
+        assert_eq!(st(vm.get_access(a, NodeId(0))), Status::InvalidAllocation);
+        // SAFETY: nothing is mapped.
+        let unmapped = unsafe { vm.unmap(a, 0x1000) };
+        assert_eq!(st(unmapped), Status::InvalidAllocation);
         assert_eq!(st(vm.import(-1)), Status::InvalidArgument);
         assert_eq!(st(vm.import(3)), Status::IncompatibleArguments);
     }

@@ -12,7 +12,7 @@
 //! | `hsa_amd_ais_file_read`, `_write` | `pread`/`pwrite` through the allocation's host mapping (`hsa_runtime::ais`) |
 //! | `hsa_amd_portable_export_dmabuf`, `_v2` | KFD `EXPORT_DMABUF` of the chunk holding the range (`LinuxPlatform::export_dmabuf`); v2's mapping flags change nothing, as in ROCR 7 |
 //! | `hsa_amd_portable_close_dmabuf` | `close(2)` of the descriptor |
-//! | `hsa_amd_vmem_*` | `hsa_runtime::VirtualMemory`: host-only reservations work; the device side answers as ROCR 7 does while `VIRTUAL_MEM_API_SUPPORTED` is false |
+//! | `hsa_amd_vmem_*` | `hsa_runtime::VirtualMemory` over the platform's `VirtualAddressRanges` (Linux: amdkfd 1.15 and later, the render node's `GEM_VA`); where the platform lacks it, host-only reservations work and the device side answers as ROCR 7 does while `VIRTUAL_MEM_API_SUPPORTED` is false |
 #![allow(unsafe_code)]
 
 // A Linux-build module (std): the std prelude, as in a std crate.
@@ -24,7 +24,8 @@ use std::ffi::c_void;
 use std::os::fd::IntoRawFd;
 
 use hsa_core::addr::GpuVa;
-use hsa_core::{bail, Status};
+use hsa_core::platform::AccessPermission;
+use hsa_core::{bail, NodeId, Status};
 use hsa_runtime::ais::{self, Direction};
 
 use super::agent::agent_of;
@@ -436,11 +437,15 @@ pub extern "C" fn hsa_amd_vmem_address_free(va: *mut c_void, size: usize) -> Hsa
     })
 }
 
-/// `hsa_amd_vmem_handle_create` (ROCR 7).
+/// `hsa_amd_vmem_handle_create` (ROCR 7): `size` bytes of physical memory from `pool`, of
+/// type `type_` (`MEMORY_TYPE_NONE` 0 or `MEMORY_TYPE_PINNED` 1), in `*memory_handle`
+/// (`hsa_runtime::VirtualMemory::create_handle`); `flags` is unused, as in ROCR 7.
 ///
 /// # Errors (as status)
-/// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for size 0 and, while `VIRTUAL_MEM_API_SUPPORTED` is
-/// false, always (ROCR 7's support check comes before the pool and type checks).
+/// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for size 0, while `VIRTUAL_MEM_API_SUPPORTED` is
+/// false (ROCR 7's support check comes before the pool and type checks), for another type, an
+/// unknown pool, a size that is not whole pages, or (ours: ROCR 7 writes through it) a NULL
+/// `memory_handle`; `OUT_OF_RESOURCES` when the memory cannot be allocated.
 ///
 /// # Safety
 /// `memory_handle` is NULL or writable.
@@ -451,18 +456,22 @@ pub unsafe extern "C" fn hsa_amd_vmem_handle_create(
     flags: u64,
     memory_handle: *mut u64,
 ) -> HsaStatus {
-    let _ = (pool, type_, flags, memory_handle);
+    let _ = flags;
     guard("hsa_amd_vmem_handle_create", || {
         let st = state::state()?;
-        st.services().vmem().create_handle(size as u64)?;
-        bail!(
-            Status::Error,
-            "unreachable: handle_create succeeded unsupported"
-        )
+        non_null(memory_handle, "memory_handle")?;
+        let h = st
+            .services()
+            .vmem()
+            .create_handle(pool, size as u64, type_)?;
+        // SAFETY: non-NULL, the caller's hsa_amd_vmem_alloc_handle_t.
+        unsafe { memory_handle.write(h) };
+        Ok(Status::Success)
     })
 }
 
-/// `hsa_amd_vmem_handle_release` (ROCR 7).
+/// `hsa_amd_vmem_handle_release` (ROCR 7): one reference less; the memory goes with the last
+/// reference, or with the last mapping when mappings remain.
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_ALLOCATION` for an unknown handle.
@@ -474,11 +483,15 @@ pub extern "C" fn hsa_amd_vmem_handle_release(memory_handle: u64) -> HsaStatus {
     })
 }
 
-/// `hsa_amd_vmem_map` (ROCR 7).
+/// `hsa_amd_vmem_map` (ROCR 7): `size` bytes of `memory_handle` from byte `in_offset` at
+/// `va`, inside one reservation; no agent has access until `hsa_amd_vmem_set_access`.
+/// `flags` is unused, as in ROCR 7.
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for NULL `va`, size 0, a range outside one
-/// reservation, an unknown handle, or a size or offset the handle does not have.
+/// reservation or meeting a mapping, an unknown handle, or a size or offset the handle does
+/// not have; `INVALID_AGENT` for memory of a CPU pool (ROCR 7 maps GPU memory only);
+/// `ERROR` when the driver refuses.
 pub extern "C" fn hsa_amd_vmem_map(
     va: *mut c_void,
     size: usize,
@@ -497,26 +510,31 @@ pub extern "C" fn hsa_amd_vmem_map(
     })
 }
 
-/// `hsa_amd_vmem_unmap` (ROCR 7).
+/// `hsa_amd_vmem_unmap` (ROCR 7): removes the mappings that tile `[va, va + size)`, with
+/// every agent's access.
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for NULL `va` or size 0; `INVALID_ALLOCATION` when
-/// the range is not a run of whole mappings.
+/// the range is not a run of whole mappings; `ERROR` when the driver refuses.
 pub extern "C" fn hsa_amd_vmem_unmap(va: *mut c_void, size: usize) -> HsaStatus {
     guard("hsa_amd_vmem_unmap", || {
         let st = state::state()?;
         va_range(va, size)?;
-        st.services().vmem().unmap(va as u64, size as u64)?;
+        // SAFETY: the application no longer uses the range (hsa_amd_vmem_unmap's contract).
+        unsafe { st.services().vmem().unmap(va as u64, size as u64) }?;
         Ok(Status::Success)
     })
 }
 
-/// `hsa_amd_vmem_set_access` (ROCR 7).
+/// `hsa_amd_vmem_set_access` (ROCR 7): gives each agent of `desc` its permission to every
+/// mapping that tiles `[va, va + size)` (`HSA_ACCESS_PERMISSION_NONE` removes the agent's
+/// access); a CPU agent's access maps the memory for the host at `va`.
 ///
 /// # Errors (as status)
-/// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for NULL `va` or `desc`, size or `desc_cnt` 0, or a
-/// range outside one reservation; `INVALID_AGENT` for an unknown agent in `desc` (all checked
-/// first); `INVALID_ALLOCATION` when mappings do not cover the range.
+/// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for NULL `va` or `desc`, size or `desc_cnt` 0, a
+/// permission outside 0..=3 (ours: ROCR 7 passes it on unchecked), or a range outside one
+/// reservation; `INVALID_AGENT` for an unknown agent in `desc` (all checked first);
+/// `INVALID_ALLOCATION` when mappings do not tile the range; `ERROR` when the driver refuses.
 ///
 /// # Safety
 /// `desc` is NULL or holds `desc_cnt` entries.
@@ -535,10 +553,29 @@ pub unsafe extern "C" fn hsa_amd_vmem_set_access(
         }
         // SAFETY: non-NULL, `desc_cnt` entries per the caller's contract.
         let descs = unsafe { std::slice::from_raw_parts(desc, desc_cnt) };
+        let mut access = Vec::with_capacity(descs.len());
         for d in descs {
-            agent_of(&st, d.agent_handle).map_err(|e| e.with_status(Status::InvalidAgent))?;
+            let a =
+                agent_of(&st, d.agent_handle).map_err(|e| e.with_status(Status::InvalidAgent))?;
+            access.push((NodeId(a.node()), d.permissions));
         }
-        st.services().vmem().set_access(va as u64, size as u64)?;
+        let access = access
+            .into_iter()
+            .map(|(node, raw)| match AccessPermission::from_raw(raw) {
+                Some(p) => Ok((node, p)),
+                None => bail!(
+                    Status::InvalidArgument,
+                    "permission {raw} is not an hsa_access_permission_t"
+                ),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // SAFETY: where the application removes or changes an agent's access, that agent no
+        // longer uses the range (hsa_amd_vmem_set_access's contract).
+        unsafe {
+            st.services()
+                .vmem()
+                .set_access(va as u64, size as u64, &access)
+        }?;
         Ok(Status::Success)
     })
 }
@@ -563,22 +600,31 @@ pub unsafe extern "C" fn hsa_amd_vmem_get_access(
         non_null(perms, "perms")?;
         // SAFETY: non-NULL, the caller's hsa_access_permission_t.
         unsafe { perms.write(0) };
-        let p = st.services().vmem().get_access(va as u64)?;
+        let vmem = st.services().vmem();
+        if !vmem.is_mapped(va as u64) {
+            bail!(
+                Status::InvalidAllocation,
+                "get_access: nothing is mapped at {va:p}"
+            );
+        }
         let a = agent_of(&st, agent_handle).map_err(|e| e.with_status(Status::InvalidAgent))?;
         if !a.is_gpu() {
             bail!(Status::InvalidAgent, "agent {agent_handle:#x} is not a GPU");
         }
+        let p = vmem.get_access(va as u64, NodeId(a.node()))?;
         // SAFETY: as above.
-        unsafe { perms.write(p) };
+        unsafe { perms.write(p.raw()) };
         Ok(Status::Success)
     })
 }
 
-/// `hsa_amd_vmem_export_shareable_handle` (ROCR 7): `*dmabuf_fd` is -1 unless it succeeds.
+/// `hsa_amd_vmem_export_shareable_handle` (ROCR 7): a new dma-buf descriptor over the
+/// handle's memory in `*dmabuf_fd` (the caller owns it), -1 unless it succeeds; `flags` is
+/// unused, as in ROCR 7.
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for NULL `dmabuf_fd`; `INVALID_ALLOCATION` for an
-/// unknown handle.
+/// unknown handle; `OUT_OF_RESOURCES` when the driver refuses the export.
 ///
 /// # Safety
 /// `dmabuf_fd` is NULL or writable.
@@ -593,20 +639,22 @@ pub unsafe extern "C" fn hsa_amd_vmem_export_shareable_handle(
         non_null(dmabuf_fd, "dmabuf_fd")?;
         // SAFETY: non-NULL, the caller's int.
         unsafe { dmabuf_fd.write(-1) };
-        st.services().vmem().handle(handle)?;
-        bail!(
-            Status::Error,
-            "handle {handle:#x}: the virtual memory API is not supported on this platform"
-        )
+        let fd = st.services().vmem().export(handle)?;
+        // SAFETY: as above.
+        unsafe { dmabuf_fd.write(fd) };
+        Ok(Status::Success)
     })
 }
 
-/// `hsa_amd_vmem_import_shareable_handle` (ROCR 7).
+/// `hsa_amd_vmem_import_shareable_handle` (ROCR 7): a new handle in `*handle` over the
+/// memory of dma-buf `dmabuf_fd` (the caller keeps the descriptor).
 ///
 /// # Errors (as status)
 /// `INVALID_ARGUMENT` for NULL `handle` or a negative fd (checked before `NOT_INITIALIZED`,
 /// as ROCR 7 has no `IS_OPEN` here); `INCOMPATIBLE_ARGUMENTS` while the virtual memory API
-/// is not supported (`hsa_runtime::VirtualMemory::import`).
+/// is not supported or for a descriptor that is no dma-buf of this system's GPUs;
+/// `INVALID_ALLOCATION` when the owning GPU has no pool for it
+/// (`hsa_runtime::VirtualMemory::import`).
 ///
 /// # Safety
 /// `handle` is NULL or writable.
@@ -651,7 +699,8 @@ pub unsafe extern "C" fn hsa_amd_vmem_retain_alloc_handle(
     })
 }
 
-/// `hsa_amd_vmem_get_alloc_properties_from_handle` (ROCR 7).
+/// `hsa_amd_vmem_get_alloc_properties_from_handle` (ROCR 7): the pool the handle's memory
+/// came from in `*pool` and its type (`MEMORY_TYPE_NONE` 0, `_PINNED` 1) in `*type_`.
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for NULL `pool` or `type_`; `INVALID_ALLOCATION`
@@ -668,11 +717,13 @@ pub unsafe extern "C" fn hsa_amd_vmem_get_alloc_properties_from_handle(
         let st = state::state()?;
         non_null(pool, "pool")?;
         non_null(type_, "type")?;
-        st.services().vmem().handle(memory_handle)?;
-        bail!(
-            Status::Error,
-            "handle {memory_handle:#x}: the virtual memory API is not supported on this platform"
-        )
+        let (p, t) = st.services().vmem().properties(memory_handle)?;
+        // SAFETY: non-NULL, the caller's hsa_amd_memory_pool_t and hsa_amd_memory_type_t.
+        unsafe {
+            pool.write(p);
+            type_.write(t);
+        }
+        Ok(Status::Success)
     })
 }
 
