@@ -139,12 +139,13 @@ int main(int argc, char** argv) {
     OK(hsa_system_get_info((hsa_system_info_t)0x203, &b)); /* MWAITX_ENABLED */
     EXPECT(!b);
     b = false;
-    /* DMABUF_SUPPORTED: the emulated amdkfd reports interface 1.14 (>= 1.12, ROCR 7's test). */
+    /* DMABUF_SUPPORTED: the emulated amdkfd reports interface 1.17 (>= 1.12, ROCR 7's test). */
     OK(hsa_system_get_info((hsa_system_info_t)0x204, &b));
     EXPECT(b);
-    b = true;
-    OK(hsa_system_get_info((hsa_system_info_t)0x205, &b)); /* VIRTUAL_MEM_API_SUPPORTED */
-    EXPECT(!b);
+    b = false;
+    /* VIRTUAL_MEM_API_SUPPORTED: interface 1.17 >= 1.15 and a GPU (ROCR 7's test). */
+    OK(hsa_system_get_info((hsa_system_info_t)0x205, &b));
+    EXPECT(b);
     b = true;
     OK(hsa_system_get_info((hsa_system_info_t)0x206, &b)); /* XNACK_ENABLED: HSA_XNACK unset */
     EXPECT(!b);
