@@ -221,6 +221,15 @@ int main(void) {
   void* dva = NULL;
   OK(hsa_amd_vmem_address_reserve_align(&dva, 4 << 20, 0, 2 << 20, 0));
   EXPECT(dva != NULL && ((uintptr_t)dva & ((2 << 20) - 1)) == 0);
+  /* Pointer info of a reservation (ROCR 7's RESERVED_ADDR, 5): no agent base, the range's
+   * host base and size; ROCR 5.2's header has neither type 5 nor 6. */
+  hsa_amd_pointer_info_t pinfo;
+  memset(&pinfo, 0, sizeof pinfo);
+  pinfo.size = sizeof pinfo;
+  OK(hsa_amd_pointer_info((uint8_t*)dva + 12345, &pinfo, NULL, NULL, NULL));
+  EXPECT((int)pinfo.type == 5);
+  EXPECT(pinfo.agentBaseAddress == NULL && pinfo.hostBaseAddress == dva);
+  EXPECT(pinfo.sizeInBytes == (4 << 20));
   hsa_amd_vmem_alloc_handle_t h = {0};
   IS(hsa_amd_vmem_handle_create(vram, 2 << 20, (hsa_amd_memory_type_t)7, 0, &h),
      HSA_STATUS_ERROR_INVALID_ARGUMENT);
@@ -250,6 +259,18 @@ int main(void) {
   OK(hsa_amd_vmem_set_access(dva, 4 << 20, rw_both, 2));
   OK(hsa_amd_vmem_get_access((uint8_t*)dva + 100, &perms, gpu));
   EXPECT(perms == HSA_ACCESS_PERMISSION_RW);
+  /* Pointer info of a mapping (ROCR 7's HSA_VMEM, 6): the address itself as both bases, the
+   * mapping's size, the handle's owner, the agents given access. */
+  uint32_t n_agents = 0;
+  hsa_agent_t* reach = NULL;
+  memset(&pinfo, 0, sizeof pinfo);
+  pinfo.size = sizeof pinfo;
+  OK(hsa_amd_pointer_info(second + 100, &pinfo, malloc, &n_agents, &reach));
+  EXPECT((int)pinfo.type == 6);
+  EXPECT(pinfo.agentBaseAddress == second + 100 && pinfo.hostBaseAddress == second + 100);
+  EXPECT(pinfo.sizeInBytes == (2 << 20) && pinfo.agentOwner.handle == gpu.handle);
+  EXPECT(n_agents == 2);
+  free(reach);
   for (int i = 0; i < N; i++) ((uint8_t*)dva)[i] = (uint8_t)(i * 13 + 1);
   EXPECT(memcmp(dva, second, N) == 0); /* one set of pages at two addresses */
   memset(back, 0, N);

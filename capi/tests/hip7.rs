@@ -479,6 +479,50 @@ fn rocsolver7_getrf_passes_on_this_library() {
     );
 }
 
+/// rocrtst 7.2.4's virtual-memory tests (Debian's `libhsa-runtime64-tests`) pass on this
+/// library, on emulated gfx90a and gfx942, as on ROCR 7.2.4 under kfd-emu
+/// (`docs/rocrtst7-preload.md`): `VirtMemory_Basic_Test` (reservations, handles and their
+/// properties, access per GPU, reference counts, partial mappings, `hsa_amd_pointer_info`'s
+/// `RESERVED_ADDR` and `HSA_VMEM` types), `VirtMemory_Access_Test` (the host and a kernel
+/// reading and writing a mapping) and `VirtMemory_Interprocess_Test` (a handle exported as a
+/// dma-buf to a child process); with `Test_Example`, its one kernel dispatch. They found
+/// `hsa_amd_pointer_info` answering `UNKNOWN` for a reservation and `HSA` for a mapping, and
+/// a kernarg alignment below 16 (rocrtst asserts 16, what ROCR reports).
+#[test]
+fn rocrtst7_virtual_memory_tests_pass_on_this_library() {
+    let runner = "/usr/libexec/rocm/libhsa-runtime64-tests/run-tests";
+    let Some(root) = hsa_test_support::rocm7::chroot(&[
+        runner.trim_start_matches('/'),
+        "usr/local/lib/rocrtst-compat",
+    ]) else {
+        return;
+    };
+    out_dir();
+    for profile in [None, Some("gfx942")] {
+        let profile_env = profile.map(|p| format!("HSA_RT_PROFILE={p}"));
+        let mut c = vec![
+            "env",
+            // rocrtst64 links libamd_smi.so.26, which the chroot keeps apart (rocm7-chroot.sh).
+            "LD_LIBRARY_PATH=/opt/hsa-rt/out/lib:/usr/local/lib/rocrtst-compat",
+            "HSA_RT_DEVICE=emulated",
+        ];
+        if let Some(p) = &profile_env {
+            c.push(p);
+        }
+        c.extend([
+            runner,
+            "--gtest_filter=rocrtst.Test_Example:rocrtstFunc.VirtMemory_*",
+        ]);
+        let out = run_in(&root, &c);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{profile:?}: {stdout}\n{stderr}");
+        assert!(
+            stdout.contains("[  PASSED  ] 4 tests."),
+            "{profile:?}: not 4 tests passed:\n{stdout}\n{stderr}"
+        );
+    }
+}
+
 /// Runs one of ROCm 7.2.4's gtest binaries (an absolute path inside the chroot) on this
 /// library, on the built-in profile (emulated gfx90a) and on the gfx942 one, and checks that
 /// each run exits 0 having passed exactly `passed` tests. Says `skipped:` (via

@@ -18,8 +18,8 @@ pub mod capability;
 pub mod fake;
 
 pub use capability::{
-    AccessPermission, Capabilities, HostMemoryRegistration, MemoryFaultReports, MemorySharing,
-    SdmaQueues, VirtualAddressRanges,
+    Capabilities, HostMemoryRegistration, MemoryFaultReports, MemorySharing, SdmaQueues,
+    VirtualAddressRanges,
 };
 
 use core::fmt;

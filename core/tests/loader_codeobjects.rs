@@ -419,7 +419,8 @@ fn load_places_kernel_objects_at_base_plus_kd() {
             );
             assert_eq!(info.kernel_object.get() % 64, 0);
             assert_eq!(info.kernarg_segment_size, e.kernarg);
-            assert_eq!(info.kernarg_segment_align, 8);
+            // The metadata says 8; HSA's least kernarg alignment, 16, as ROCR reports it.
+            assert_eq!(info.kernarg_segment_align, 16);
             assert_eq!(info.group_segment_size, e.group);
             assert_eq!(info.private_segment_size, e.private);
             assert_eq!(info.wavefront_size, e.wave);

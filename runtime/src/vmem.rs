@@ -27,9 +27,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use hsa_core::memory::AccessPermission;
 use hsa_core::platform::{
-    AccessPermission, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform,
-    VirtualAddressRanges,
+    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, VirtualAddressRanges,
 };
 use hsa_core::runtime::{PoolHandle, Runtime};
 use hsa_core::{bail, Error, NodeId, Status};
@@ -356,6 +356,36 @@ impl Book {
         }
         Ok((run, to_free))
     }
+}
+
+/// What `hsa_amd_pointer_info` reports of an address this API placed
+/// ([`VirtualMemory::pointer_info`]; ROCR 7's `VMemoryPtrInfo`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VmemPointer {
+    /// Inside a mapping (`HSA_EXT_POINTER_TYPE_HSA_VMEM`): ROCR 7 reports the queried
+    /// address itself as both base addresses, the mapping's size, the handle's owner and pool,
+    /// and the agents given access.
+    Mapped {
+        /// Bytes of the mapping.
+        size: u64,
+        /// Node of the agent owning the handle's memory.
+        owner: NodeId,
+        /// The handle's pool (`hsa_amd_memory_pool_t`'s handle).
+        pool: u64,
+        /// The nodes with access set.
+        access: Vec<NodeId>,
+    },
+    /// Inside a reservation with nothing mapped there (`HSA_EXT_POINTER_TYPE_RESERVED_ADDR`):
+    /// no agent base address, the host base address of the reservation's mapping (for a
+    /// host-only one, the `mmap`'s own start, before alignment), the reserved size.
+    Reserved {
+        /// The reservation's host base address.
+        host_base: u64,
+        /// Bytes reserved, as asked.
+        size: u64,
+        /// A device reservation (registered with the driver); false for a host-only one.
+        registered: bool,
+    },
 }
 
 /// `HSA_AMD_VMEM_ADDRESS_NO_REGISTER` (`hsa_amd_vmem_address_reserve_flag_t`): reserve host
@@ -751,7 +781,7 @@ impl<P: Platform + 'static> VirtualMemory<P> {
 
     /// `hsa_amd_vmem_set_access`: gives each `(node, permission)` of `access` to every
     /// mapping that tiles `[va, va + size)`, replacing what the node could do before
-    /// (`AccessPermission::None` removes it). The caller checked the agents (ROCR 7 checks
+    /// (`None`, `HSA_ACCESS_PERMISSION_NONE`, removes it). The caller checked the agents (ROCR 7 checks
     /// them first: `INVALID_AGENT`).
     ///
     /// # Safety
@@ -766,7 +796,7 @@ impl<P: Platform + 'static> VirtualMemory<P> {
         &self,
         va: u64,
         size: u64,
-        access: &[(NodeId, AccessPermission)],
+        access: &[(NodeId, Option<AccessPermission>)],
     ) -> Result<(), Error> {
         let in_host = self
             .host()
@@ -793,12 +823,12 @@ impl<P: Platform + 'static> VirtualMemory<P> {
     }
 
     /// `hsa_amd_vmem_get_access`: what the agent of `node` may do with the mapping holding
-    /// `va` ([`AccessPermission::None`] when its access was never set). The caller checked
+    /// `va` (`None` when its access was never set). The caller checked
     /// that the agent is a GPU (ROCR 7: `INVALID_AGENT` otherwise, after the lookup).
     ///
     /// # Errors
     /// `Status::InvalidAllocation` when nothing is mapped at `va`.
-    pub fn get_access(&self, va: u64, node: NodeId) -> Result<AccessPermission, Error> {
+    pub fn get_access(&self, va: u64, node: NodeId) -> Result<Option<AccessPermission>, Error> {
         let Some((start, _)) = self.inner().book.mapping_at(va) else {
             bail!(
                 Status::InvalidAllocation,
@@ -826,13 +856,57 @@ impl<P: Platform + 'static> VirtualMemory<P> {
             };
             if ranges
                 .range_access(start, node)
-                .map_or(true, |p| p == AccessPermission::None)
+                .map_or(true, |p| p.is_none())
             {
                 return false;
             }
             at = start.saturating_add(m.size);
         }
         true
+    }
+
+    /// What `hsa_amd_pointer_info` says of `va` when this API placed it (ROCR 7's
+    /// `VMemoryPtrInfo`, asked before libhsakmt): inside a mapping,
+    /// [`VmemPointer::Mapped`]; else inside a reservation, device or host-only (the end
+    /// address counts, as ROCR 7's lookup), [`VmemPointer::Reserved`]; else `None`.
+    pub fn pointer_info(&self, va: u64) -> Option<VmemPointer> {
+        let inner = self.inner();
+        if let Some((start, m)) = inner.book.mapping_at(va) {
+            let mem = inner.memory.get(&m.handle)?;
+            let ranges = self.rt.platform_ref().capabilities().virtual_ranges;
+            let access = self
+                .rt
+                .agents()
+                .iter()
+                .map(|a| NodeId(a.node()))
+                .filter(|&n| {
+                    ranges.is_some_and(|r| r.range_access(start, n).is_ok_and(|p| p.is_some()))
+                })
+                .collect();
+            return Some(VmemPointer::Mapped {
+                size: m.size,
+                owner: mem.owner,
+                pool: mem.pool,
+                access,
+            });
+        }
+        if let Some((&start, r)) = inner.book.reservations.range(..=va).next_back() {
+            if va - start <= r.size {
+                return Some(VmemPointer::Reserved {
+                    host_base: start,
+                    size: r.size,
+                    registered: true,
+                });
+            }
+        }
+        drop(inner);
+        let host = self.host();
+        let (&start, r) = host.range(..=va).next_back()?;
+        (va - start <= r.size).then_some(VmemPointer::Reserved {
+            host_base: r.os_addr,
+            size: r.size,
+            registered: false,
+        })
     }
 
     /// Whether something is mapped at `va` (ROCR 7's first check of `_get_access`).
@@ -1130,7 +1204,7 @@ mod tests {
             (a as *mut u8).write_bytes(0xa5, 0x3000);
             assert_eq!((a as *const u8).add(0x2fff).read(), 0xa5);
         }
-        let rw = [(NodeId(0), AccessPermission::ReadWrite)];
+        let rw = [(NodeId(0), Some(AccessPermission::ReadWrite))];
         // SAFETY: nothing is mapped, so no access changes.
         unsafe {
             assert_eq!(st(vm.set_access(a, 0x1000, &rw)), Status::InvalidAllocation);

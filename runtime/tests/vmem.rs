@@ -7,8 +7,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use hsa_core::memory::AccessPermission;
 use hsa_core::memory::GlobalFlags;
-use hsa_core::platform::AccessPermission;
 use hsa_core::runtime::host_memory::HostMemory;
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, WaitState};
@@ -104,12 +104,12 @@ fn reserve_create_map_access_copy_export_import_and_misuse() {
     let sys_h = vm.create_handle(system.0, MIB, MEMORY_TYPE_NONE).unwrap();
     assert_eq!(st(vm.map(a + 2 * MIB, MIB, 0, sys_h)), Status::InvalidAgent);
     vm.release_handle(sys_h).unwrap();
-    assert_eq!(vm.get_access(a, gpu_node).unwrap(), AccessPermission::None);
+    assert_eq!(vm.get_access(a, gpu_node).unwrap(), None);
 
     // Access for the host and the GPU over both mappings at once.
     let rw = [
-        (cpu_node, AccessPermission::ReadWrite),
-        (gpu_node, AccessPermission::ReadWrite),
+        (cpu_node, Some(AccessPermission::ReadWrite)),
+        (gpu_node, Some(AccessPermission::ReadWrite)),
     ];
     // SAFETY: nothing uses the range yet.
     unsafe { vm.set_access(a, 2 * MIB, &rw) }.unwrap();
@@ -118,7 +118,7 @@ fn reserve_create_map_access_copy_export_import_and_misuse() {
     assert_eq!(st(e), Status::InvalidAllocation);
     assert_eq!(
         vm.get_access(a + 5, gpu_node).unwrap(),
-        AccessPermission::ReadWrite
+        Some(AccessPermission::ReadWrite)
     );
     assert_eq!(host_protection(a).as_deref(), Some("rw-s"));
     let pattern: Vec<u8> = (0..MIB).map(|i| (i * 7 + i / 4096) as u8).collect();
@@ -174,7 +174,7 @@ fn reserve_create_map_access_copy_export_import_and_misuse() {
 
     // Read-only for the host: the pages are mapped read-only.
     // SAFETY: the host only reads the first mapping from now on.
-    unsafe { vm.set_access(a, MIB, &[(cpu_node, AccessPermission::ReadOnly)]) }.unwrap();
+    unsafe { vm.set_access(a, MIB, &[(cpu_node, Some(AccessPermission::ReadOnly))]) }.unwrap();
     assert_eq!(host_protection(a).as_deref(), Some("r--s"));
     // SAFETY: readable.
     assert_eq!(unsafe { (a as *const u8).add(4097).read() }, pattern[4097]);
@@ -189,7 +189,7 @@ fn reserve_create_map_access_copy_export_import_and_misuse() {
     drop(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
     vm.map(b, MIB, 0, h2).unwrap();
     // SAFETY: nothing uses b yet.
-    unsafe { vm.set_access(b, MIB, &[(cpu_node, AccessPermission::ReadOnly)]) }.unwrap();
+    unsafe { vm.set_access(b, MIB, &[(cpu_node, Some(AccessPermission::ReadOnly))]) }.unwrap();
     // SAFETY: b is readable by the host now.
     let imported = unsafe { std::slice::from_raw_parts(b as *const u8, MIB as usize) };
     assert!(

@@ -5,7 +5,8 @@
 use super::*;
 use core::ffi::c_void;
 
-/// `hsa_amd_pointer_info_t` (`hsa_ext_amd.h`, ROCR 5.2): 56 bytes.
+/// `hsa_amd_pointer_info_t` (`hsa_ext_amd.h`, ROCR 5.2; `registered` from ROCR 7's interface
+/// 1.13, in what was padding): 56 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct HsaAmdPointerInfo {
@@ -25,8 +26,14 @@ pub struct HsaAmdPointerInfo {
     pub agent_owner: u64,
     /// The pool's `hsa_amd_memory_pool_global_flag_t` bits.
     pub global_flags: u32,
+    /// Whether the allocation is registered with the driver (ROCR 7: true for what libhsakmt
+    /// knows and for virtual-memory mappings; a host-only reservation is not).
+    pub registered: bool,
+    /// Padding to the C struct's 56 bytes.
+    pub _pad: [u8; 3],
 }
 const _: () = assert!(core::mem::size_of::<HsaAmdPointerInfo>() == 56);
+const _: () = assert!(core::mem::offset_of!(HsaAmdPointerInfo, registered) == 52);
 const _: () = assert!(core::mem::offset_of!(HsaAmdPointerInfo, agent_owner) == 40);
 const _: () = assert!(core::mem::offset_of!(HsaAmdPointerInfo, global_flags) == 48);
 
@@ -69,6 +76,14 @@ pub const HSA_EXT_POINTER_TYPE_HSA: u32 = 1;
 
 /// `HSA_EXT_POINTER_TYPE_LOCKED`.
 pub const HSA_EXT_POINTER_TYPE_LOCKED: u32 = 2;
+
+/// `HSA_EXT_POINTER_TYPE_RESERVED_ADDR` (ROCm 7's `hsa_ext_amd.h`: an address reserved with
+/// `hsa_amd_vmem_address_reserve`, libhsakmt's `HSA_POINTER_RESERVED_ADDR`).
+pub const HSA_EXT_POINTER_TYPE_RESERVED_ADDR: u32 = 5;
+
+/// `HSA_EXT_POINTER_TYPE_HSA_VMEM` (ROCm 7's `hsa_ext_amd.h`: memory mapped with
+/// `hsa_amd_vmem_map`).
+pub const HSA_EXT_POINTER_TYPE_HSA_VMEM: u32 = 6;
 
 /// `hsa_pitched_ptr_t`: a base address, a row pitch and a slice pitch, bytes.
 #[repr(C)]

@@ -304,7 +304,8 @@ fn code_symbols(bytes: &[u8]) -> Result<Vec<CodeSymbol>, Error> {
             variable_size: None,
             kernel: Some((
                 m.kernarg_segment_size,
-                m.kernarg_segment_align,
+                // At least 16, as the loaded executable's (`KernelInfo::kernarg_segment_align`).
+                m.kernarg_segment_align.max(16),
                 m.group_segment_fixed_size,
                 m.private_segment_fixed_size,
                 m.uses_dynamic_stack || k.descriptor.uses_dynamic_stack(),

@@ -33,6 +33,58 @@ fn agent_pools(st: &State, agent: u64) -> Result<Vec<u64>, Error> {
 }
 
 /// The agent handle of a node.
+/// Fills `out` and `agents` as ROCR 7's `VMemoryPtrInfo` does when `ptr` lies in a mapping or
+/// a reservation of the virtual-memory API (`hsa_runtime::VirtualMemory::pointer_info`);
+/// false (nothing written) otherwise.
+#[cfg(feature = "linux")]
+fn vmem_pointer_info(
+    st: &State,
+    ptr: u64,
+    out: &mut HsaAmdPointerInfo,
+    agents: &mut Vec<u64>,
+) -> bool {
+    use hsa_runtime::vmem::VmemPointer;
+    match st.services().vmem().pointer_info(ptr) {
+        None => false,
+        Some(VmemPointer::Mapped {
+            size,
+            owner,
+            pool,
+            access,
+        }) => {
+            out.type_ = HSA_EXT_POINTER_TYPE_HSA_VMEM;
+            out.agent_base_address = ptr as *mut c_void;
+            out.host_base_address = ptr as *mut c_void;
+            out.size_in_bytes = size as usize;
+            out.registered = true;
+            out.agent_owner = agent_of_node(st, owner);
+            out.global_flags = st
+                .rt()
+                .pool(PoolHandle(pool))
+                .map_or(0, |p| p.info().global_flags.bits());
+            agents.extend(access.iter().map(|&n| agent_of_node(st, n)));
+            true
+        }
+        Some(VmemPointer::Reserved {
+            host_base,
+            size,
+            registered,
+        }) => {
+            out.type_ = HSA_EXT_POINTER_TYPE_RESERVED_ADDR;
+            out.host_base_address = host_base as *mut c_void;
+            out.size_in_bytes = size as usize;
+            out.registered = registered;
+            true
+        }
+    }
+}
+
+/// No virtual-memory API without the Linux services.
+#[cfg(not(feature = "linux"))]
+fn vmem_pointer_info(_: &State, _: u64, _: &mut HsaAmdPointerInfo, _: &mut Vec<u64>) -> bool {
+    false
+}
+
 fn agent_of_node(st: &State, node: NodeId) -> u64 {
     st.rt()
         .agents()
@@ -413,9 +465,13 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
             user_data: core::ptr::null_mut(),
             agent_owner: 0,
             global_flags: 0,
+            registered: false,
+            _pad: [0; 3],
         };
         let mut agents = Vec::new();
-        if let Ok(p) = st.rt().pointer_info(GpuVa(ptr as u64)) {
+        if vmem_pointer_info(&st, ptr as u64, &mut out, &mut agents) {
+            // ROCR 7 asks its virtual-memory tables first (`VMemoryPtrInfo`).
+        } else if let Ok(p) = st.rt().pointer_info(GpuVa(ptr as u64)) {
             out.type_ = HSA_EXT_POINTER_TYPE_HSA;
             out.agent_base_address = p.allocation.va.0 as *mut c_void;
             out.host_base_address = p
@@ -466,6 +522,10 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
                     .filter(|a| a.is_gpu() && l.gpus.contains(&NodeId(a.node())))
                     .map(|a| a.handle().0),
             );
+        }
+        if out.type_ != HSA_EXT_POINTER_TYPE_UNKNOWN {
+            // What libhsakmt knows is registered with the driver (ROCR 7's `registered`).
+            out.registered = true;
         }
         let n = (out.size as usize).min(core::mem::size_of::<HsaAmdPointerInfo>());
         // SAFETY: `info` holds at least `caller_size` >= n bytes (the caller's contract); a

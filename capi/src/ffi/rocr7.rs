@@ -24,7 +24,7 @@ use std::ffi::c_void;
 use std::os::fd::IntoRawFd;
 
 use hsa_core::addr::GpuVa;
-use hsa_core::platform::AccessPermission;
+use hsa_core::memory::AccessPermission;
 use hsa_core::{bail, NodeId, Status};
 use hsa_runtime::ais::{self, Direction};
 
@@ -561,12 +561,10 @@ pub unsafe extern "C" fn hsa_amd_vmem_set_access(
         }
         let access = access
             .into_iter()
-            .map(|(node, raw)| match AccessPermission::from_raw(raw) {
-                Some(p) => Ok((node, p)),
-                None => bail!(
-                    Status::InvalidArgument,
-                    "permission {raw} is not an hsa_access_permission_t"
-                ),
+            .map(|(node, raw)| match raw {
+                // HSA_ACCESS_PERMISSION_NONE (ROCm 7's hsa.h): no access.
+                0 => Ok((node, None)),
+                _ => AccessPermission::from_raw(raw).map(|p| (node, Some(p))),
             })
             .collect::<Result<Vec<_>, _>>()?;
         // SAFETY: where the application removes or changes an agent's access, that agent no
@@ -613,7 +611,7 @@ pub unsafe extern "C" fn hsa_amd_vmem_get_access(
         }
         let p = vmem.get_access(va as u64, NodeId(a.node()))?;
         // SAFETY: as above.
-        unsafe { perms.write(p.raw()) };
+        unsafe { perms.write(p.map_or(0, |p| p as u32)) };
         Ok(Status::Success)
     })
 }

@@ -39,7 +39,9 @@ pub struct KernelInfo {
     pub kernel_object: GpuVa,
     /// `KERNARG_SEGMENT_SIZE`, bytes (hidden arguments included).
     pub kernarg_segment_size: u32,
-    /// `KERNARG_SEGMENT_ALIGNMENT`, bytes.
+    /// `KERNARG_SEGMENT_ALIGNMENT`, bytes: the metadata's `.kernarg_segment_align`, raised to
+    /// 16, the least alignment of a kernarg segment HSA allows (ROCR reports 16 for every code
+    /// object v3 and later, and rocrtst asserts at least 16).
     pub kernarg_segment_align: u32,
     /// `GROUP_SEGMENT_SIZE`: fixed group (LDS) memory, bytes.
     pub group_segment_size: u32,
@@ -375,7 +377,7 @@ impl<H: PlatformRef> Executable<H> {
                     kernel_name: m.name.to_string(),
                     kernel_object,
                     kernarg_segment_size: m.kernarg_segment_size,
-                    kernarg_segment_align: m.kernarg_segment_align,
+                    kernarg_segment_align: m.kernarg_segment_align.max(16),
                     group_segment_size: m.group_segment_fixed_size,
                     private_segment_size: m.private_segment_fixed_size,
                     dynamic_callstack: m.uses_dynamic_stack || k.descriptor.uses_dynamic_stack(),

@@ -21,6 +21,7 @@ use core::ptr::NonNull;
 
 use super::{HwQueue, MemoryChunk, MemoryFaultHandler, SdmaQueueRequest, SharedMemory};
 use crate::addr::NodeId;
+use crate::memory::AccessPermission;
 use crate::status::Result;
 
 #[allow(unused_imports)] // doc links
@@ -208,45 +209,6 @@ pub trait MemoryFaultReports: Send + Sync {
     fn set_memory_fault_handler(&self, handler: Option<MemoryFaultHandler>) -> Result<()>;
 }
 
-/// What an agent may do with a mapped range (`hsa_access_permission_t`, `hsa.h`: NONE 0,
-/// RO 1, WO 2, RW 3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AccessPermission {
-    /// No access (`HSA_ACCESS_PERMISSION_NONE`).
-    None,
-    /// Read only (`HSA_ACCESS_PERMISSION_RO`).
-    ReadOnly,
-    /// Write only (`HSA_ACCESS_PERMISSION_WO`); GPUs and the host map it readable too, as
-    /// neither has write-only pages.
-    WriteOnly,
-    /// Read and write (`HSA_ACCESS_PERMISSION_RW`).
-    ReadWrite,
-}
-
-impl AccessPermission {
-    /// The permission of `hsa_access_permission_t` value `raw`; `None` for a value outside
-    /// 0..=3.
-    pub fn from_raw(raw: u32) -> Option<AccessPermission> {
-        Some(match raw {
-            0 => AccessPermission::None,
-            1 => AccessPermission::ReadOnly,
-            2 => AccessPermission::WriteOnly,
-            3 => AccessPermission::ReadWrite,
-            _ => return None,
-        })
-    }
-
-    /// The `hsa_access_permission_t` value (0..=3).
-    pub fn raw(self) -> u32 {
-        match self {
-            AccessPermission::None => 0,
-            AccessPermission::ReadOnly => 1,
-            AccessPermission::WriteOnly => 2,
-            AccessPermission::ReadWrite => 3,
-        }
-    }
-}
-
 /// Address ranges reserved apart from the memory behind them, chunks mapped into them, and
 /// each agent's access to each mapping: what ROCm 7's virtual-memory API needs of the system
 /// (`hsa_amd_vmem_*`, `hsa_ext_amd.h`; HIP's `hipMemAddressReserve`, `hipMemMap`,
@@ -303,7 +265,9 @@ pub unsafe trait VirtualAddressRanges: Send + Sync {
     fn map_range(&self, va: u64, size_bytes: u64, chunk: &MemoryChunk, offset: u64) -> Result<()>;
 
     /// Sets what the agent of `node` may do with the mapping starting at `va`, replacing what
-    /// it could before (`AccessPermission::None` removes its access).
+    /// it could before; `None` (`HSA_ACCESS_PERMISSION_NONE`, ROCm 7's `hsa.h`) removes its
+    /// access. A write-only permission maps the pages readable too: neither amdgpu nor the
+    /// host has write-only pages.
     ///
     /// # Safety
     /// When access is removed or changed, neither the host nor any queue uses the mapping
@@ -317,15 +281,15 @@ pub unsafe trait VirtualAddressRanges: Send + Sync {
         &self,
         va: u64,
         node: NodeId,
-        access: AccessPermission,
+        access: Option<AccessPermission>,
     ) -> Result<()>;
 
     /// The access [`set_range_access`](Self::set_range_access) gave the agent of `node` to
-    /// the mapping starting at `va` (`AccessPermission::None` when none was set).
+    /// the mapping starting at `va` (`None` when none was set).
     ///
     /// # Errors
     /// `Status::InvalidAllocation` when no mapping starts at `va`.
-    fn range_access(&self, va: u64, node: NodeId) -> Result<AccessPermission>;
+    fn range_access(&self, va: u64, node: NodeId) -> Result<Option<AccessPermission>>;
 
     /// A new dma-buf file descriptor over `chunk`'s memory, which the caller owns
     /// (`hsa_amd_vmem_export_shareable_handle`; amdkfd `EXPORT_DMABUF`).

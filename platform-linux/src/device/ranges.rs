@@ -26,7 +26,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::os::fd::AsRawFd;
 
-use hsa_core::platform::{AccessPermission, MemoryChunk, VirtualAddressRanges};
+use hsa_core::memory::AccessPermission;
+use hsa_core::platform::{MemoryChunk, VirtualAddressRanges};
 use hsa_core::{bail, error, Error, NodeId, Status};
 use rustix::io::Errno;
 
@@ -55,7 +56,7 @@ struct Mapping {
     mmap_offset: u64,
     /// GEM handle of the object on each GPU's render node where it was imported.
     gem: HashMap<u32, u32>,
-    /// Access set, by node id (never `AccessPermission::None`: removal deletes the entry).
+    /// Access set, by node id (no access: no entry).
     access: BTreeMap<u32, AccessPermission>,
 }
 
@@ -81,7 +82,6 @@ fn driver_error(what: &str, e: Errno) -> Error {
 /// libdrm's `amdgpu_bo_va_op` always adds).
 fn page_flags(access: AccessPermission) -> u32 {
     let rw = match access {
-        AccessPermission::None => 0,
         AccessPermission::ReadOnly => AMDGPU_VM_PAGE_READABLE,
         // amdgpu has no write-only pages: a write-only mapping is readable too.
         AccessPermission::WriteOnly | AccessPermission::ReadWrite => {
@@ -167,7 +167,7 @@ impl LinuxPlatform {
         Ok(())
     }
 
-    /// Gives `node` `access` (not `None`) to mapping `m` at `va`.
+    /// Gives `node` `access` to mapping `m` at `va`.
     fn grant_access(
         &self,
         refs: &mut HashMap<(u32, u32), u32>,
@@ -407,7 +407,7 @@ unsafe impl VirtualAddressRanges for LinuxPlatform {
         &self,
         va: u64,
         node: NodeId,
-        access: AccessPermission,
+        access: Option<AccessPermission>,
     ) -> Result<(), Error> {
         if self.node_by_id(node).is_none() {
             bail!(Status::InvalidAgent, "node {} does not exist", node.0);
@@ -419,30 +419,22 @@ unsafe impl VirtualAddressRanges for LinuxPlatform {
         let Some(m) = mappings.get_mut(&va) else {
             bail!(Status::InvalidAllocation, "no mapping starts at {va:#x}");
         };
-        if m.access
-            .get(&node.0)
-            .copied()
-            .unwrap_or(AccessPermission::None)
-            == access
-        {
+        if m.access.get(&node.0).copied() == access {
             return Ok(());
         }
         self.remove_access(va, m, node.0)?;
-        if access != AccessPermission::None {
+        if let Some(access) = access {
             self.grant_access(gem_refs, va, m, node.0, access)?;
         }
         Ok(())
     }
 
-    fn range_access(&self, va: u64, node: NodeId) -> Result<AccessPermission, Error> {
+    fn range_access(&self, va: u64, node: NodeId) -> Result<Option<AccessPermission>, Error> {
         let ranges = lock(&self.ranges);
         let Some(m) = ranges.mappings.get(&va) else {
             bail!(Status::InvalidAllocation, "no mapping starts at {va:#x}");
         };
-        Ok(m.access
-            .get(&node.0)
-            .copied()
-            .unwrap_or(AccessPermission::None))
+        Ok(m.access.get(&node.0).copied())
     }
 
     fn export_chunk(&self, chunk: &MemoryChunk) -> Result<i32, Error> {
