@@ -102,7 +102,10 @@ mod libc_sys {
         if fixed {
             flags |= libc::MAP_FIXED;
         }
-        let offset = libc::off_t::try_from(offset).map_err(|_| Errno::INVAL)?;
+        // The kernel takes the offset as an unsigned page offset: amdkfd's offsets carry their
+        // type in bits 62-63 (`KFD_MMAP_TYPE_DOORBELL` is 3 << 62), so a doorbell's does not
+        // fit a positive off_t and goes as its bits, as libhsakmt passes it.
+        let offset = offset as libc::off_t;
         // SAFETY: the caller's contract for a fixed range; otherwise the kernel picks.
         let p = unsafe {
             libc::mmap(
@@ -168,10 +171,14 @@ unsafe impl Ioctl for RawArg<'_> {
 /// A process opens `/dev/kfd` once, as libhsakmt does (`hsaKmtOpenKFD` keeps one descriptor
 /// and counts its users): amdkfd keeps one `kfd_process` per address space however many
 /// descriptors name it, with one event page for its whole life, which it refuses to replace
-/// (`kfd_kmap_event_page`: "Event page is already set", `EINVAL`). So [`DevKfd::open`] hands
-/// every caller of a process the same driver while one is alive, and the platforms opened on it
-/// share its per-process state (the address reservation and the event page); a second
-/// descriptor would make a second platform hand amdkfd a second event page.
+/// (`kfd_kmap_event_page`: "Event page is already set", `EINVAL`) and whose buffer objects
+/// (the event page, which it will not free) stay in its address space until the process
+/// exits. So [`DevKfd::open`] hands every caller of a process the same driver for the
+/// process's whole life, and the platforms opened on it share its per-process state (the
+/// address reservation and the event page): a runtime shut down and initialised again finds
+/// the event page it handed amdkfd, and places nothing over the buffer objects amdkfd still
+/// holds. A second descriptor, or a new one after the first closed, would hand amdkfd a second
+/// event page.
 ///
 /// Argument structs that carry user pointers (`WAIT_EVENTS.events_ptr`,
 /// `MAP_MEMORY_TO_GPU.device_ids_array_ptr`, `GET_PROCESS_APERTURES_NEW`'s array, ...) are
@@ -182,6 +189,9 @@ unsafe impl Ioctl for RawArg<'_> {
 #[derive(Debug)]
 pub struct DevKfd {
     kfd: OwnedFd,
+    /// The process that opened it: a forked child inherits the descriptor but not the amdkfd
+    /// process (amdkfd refuses a child's calls on it), so the child opens its own.
+    pid: u32,
     /// `gpu_id` → `drm_render_minor`, from the topologies it was opened for.
     render_minors: Mutex<HashMap<u32, i32>>,
     /// Render nodes opened so far; never closed before `self` drops (their numbers were
@@ -189,14 +199,14 @@ pub struct DevKfd {
     render_fds: Mutex<HashMap<u32, Arc<OwnedFd>>>,
 }
 
-/// The open device files of this process, by path: each is opened once while a driver on it
-/// is alive ([`DevKfd::open_path`]).
-static OPEN: Mutex<Vec<(std::path::PathBuf, std::sync::Weak<DevKfd>)>> = Mutex::new(Vec::new());
+/// The open device files of this process, by path: each is opened once and kept open for the
+/// process's life, as amdkfd keeps its process ([`DevKfd::open_path`]).
+static OPEN: Mutex<Vec<(std::path::PathBuf, Arc<DevKfd>)>> = Mutex::new(Vec::new());
 
 impl DevKfd {
     /// The process's `/dev/kfd` (`O_RDWR | O_CLOEXEC`) for the GPUs of `topology`: the driver
-    /// already open in this process when there is one (it learns `topology`'s render nodes
-    /// too), else a new open.
+    /// this process opened before when there is one (it learns `topology`'s render nodes
+    /// too; it stays open for the process's life), else a new open.
     ///
     /// # Errors
     /// [`Status::Error`]: `"no AMD GPU driver: /dev/kfd missing"` when the file does not
@@ -207,7 +217,7 @@ impl DevKfd {
     }
 
     /// As [`DevKfd::open`] with another path for the device file (messages name `path`); one
-    /// driver per path while it lives.
+    /// driver per path for the process's life.
     ///
     /// # Errors
     /// As [`DevKfd::open`].
@@ -218,14 +228,13 @@ impl DevKfd {
             .filter(|n| n.properties.gpu_id != 0)
             .map(|n| (n.properties.gpu_id, n.properties.drm_render_minor));
         let mut open = lock(&OPEN);
-        open.retain(|(_, d)| d.strong_count() > 0);
-        if let Some(kfd) = open
-            .iter()
-            .find(|(p, _)| p == path)
-            .and_then(|(_, d)| d.upgrade())
-        {
+        let pid = std::process::id();
+        // A forked child's copy of its parent's driver is of no use to it (libhsakmt reopens
+        // in a forked child likewise).
+        open.retain(|(_, d)| d.pid == pid);
+        if let Some((_, kfd)) = open.iter().find(|(p, _)| p == path) {
             lock(&kfd.render_minors).extend(minors);
-            return Ok(kfd);
+            return Ok(kfd.clone());
         }
         let shown = path.display();
         let kfd = libc_sys::open_rw(path).map_err(|e| match e {
@@ -240,10 +249,11 @@ impl DevKfd {
         })?;
         let kfd = Arc::new(DevKfd {
             kfd,
+            pid,
             render_minors: Mutex::new(minors.collect()),
             render_fds: Mutex::new(HashMap::new()),
         });
-        open.push((path.to_path_buf(), Arc::downgrade(&kfd)));
+        open.push((path.to_path_buf(), kfd.clone()));
         Ok(kfd)
     }
 
@@ -968,11 +978,11 @@ mod tests {
         assert_eq!(e.detail(), "no AMD GPU driver: /nonexistent/kfd missing");
     }
 
-    /// A process opens a device file once while a driver on it lives, as libhsakmt opens
-    /// `/dev/kfd` once (two descriptors would be one amdkfd process handed two event pages);
-    /// the second caller's render nodes are added to the first's; after the last user is gone
-    /// the next open is a new one. (`/dev/null` stands in for `/dev/kfd`: only the open is
-    /// tested.)
+    /// A process opens a device file once and keeps it, as amdkfd keeps one process per
+    /// address space until it exits (two descriptors would be one amdkfd process handed two
+    /// event pages); the second caller's render nodes are added to the first's; after the
+    /// last user is gone the next open finds the same driver (a runtime shut down and
+    /// initialised again). (`/dev/null` stands in for `/dev/kfd`: only the open is tested.)
     #[test]
     fn a_device_file_is_opened_once_per_process() {
         let gpu = |gpu_id: u32, minor: i32| crate::topology::TopologyNode {
@@ -1000,12 +1010,11 @@ mod tests {
         );
         assert_eq!(a.kfd.as_raw_fd(), b.kfd.as_raw_fd());
         assert_eq!(*lock(&a.render_minors), HashMap::from([(7, 128), (9, 129)]));
+        let fd = a.kfd.as_raw_fd();
         drop((a, b));
         let c = DevKfd::open_path(path, &topo(vec![])).unwrap();
-        assert!(
-            lock(&c.render_minors).is_empty(),
-            "a new open after the last user"
-        );
+        assert_eq!(c.kfd.as_raw_fd(), fd, "the same open after the last user");
+        assert_eq!(*lock(&c.render_minors), HashMap::from([(7, 128), (9, 129)]));
     }
 
     /// A driver whose mmap does, while the space is changing the range's mapping, what
