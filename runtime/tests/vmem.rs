@@ -103,6 +103,10 @@ fn reserve_create_map_access_copy_export_import_and_misuse() {
     // Memory of a CPU pool cannot be mapped (ROCR 7 maps GPU memory only).
     let sys_h = vm.create_handle(system.0, MIB, MEMORY_TYPE_NONE).unwrap();
     assert_eq!(st(vm.map(a + 2 * MIB, MIB, 0, sys_h)), Status::InvalidAgent);
+    // It is still a dma-buf (a GTT buffer object, not USERPTR pages amdgpu cannot export).
+    let sys_fd = vm.export(sys_h).unwrap();
+    // SAFETY: the descriptor export returned, ours to close.
+    drop(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(sys_fd) });
     vm.release_handle(sys_h).unwrap();
     assert_eq!(vm.get_access(a, gpu_node).unwrap(), None);
 
@@ -127,6 +131,18 @@ fn reserve_create_map_access_copy_export_import_and_misuse() {
     // SAFETY: the second mapping, readable by the host.
     let alias = unsafe { std::slice::from_raw_parts((a + MIB) as *const u8, MIB as usize) };
     assert!(alias == &pattern[..], "the two mappings are the same pages");
+    // What the copy engine asks before it gives a range to a GPU's SDMA engine.
+    assert!(vm.reachable(a, 2 * MIB, gpu_node));
+    assert!(
+        vm.reachable(a + MIB - 8, 16, gpu_node),
+        "across the two mappings"
+    );
+    assert!(!vm.reachable(a, 0, gpu_node));
+    assert!(!vm.reachable(a, 3 * MIB, gpu_node), "past the mappings");
+    assert!(
+        !vm.reachable(a + 3 * MIB, 16, gpu_node),
+        "reserved, not mapped"
+    );
 
     // The GPU's SDMA engine copies out of the range into system memory.
     let dst = rt.allocate(system, MIB).unwrap();
@@ -170,6 +186,50 @@ fn reserve_create_map_access_copy_export_import_and_misuse() {
         copied == &pattern[..],
         "SDMA read the pages through the GPU mapping"
     );
+
+    // Without the GPU's access the same copy runs on the host (the host may read the pages):
+    // no SDMA command, the same bytes.
+    // SAFETY: the GPU no longer uses the second mapping.
+    unsafe { vm.set_access(a + MIB, MIB, &[(gpu_node, None)]) }.unwrap();
+    assert!(!vm.reachable(a + MIB, 16, gpu_node));
+    assert!(
+        vm.reachable(a, MIB, gpu_node),
+        "the first mapping keeps its access"
+    );
+    lines.lock().unwrap().clear();
+    // SAFETY: dst is unused by the device now (the copy above completed).
+    unsafe { std::ptr::write_bytes(dst.host_ptr.unwrap().as_ptr(), 0, MIB as usize) };
+    let done = Arc::new(signals.create_interrupt(1).unwrap());
+    // SAFETY: both ranges stay mapped until the wait below.
+    unsafe {
+        services
+            .copy()
+            .copy(
+                dst.va.0,
+                a + MIB,
+                MIB as usize,
+                Some(gpu_node),
+                Vec::new(),
+                done.clone(),
+            )
+            .unwrap()
+    };
+    let v = done.wait(
+        SignalCondition::Eq,
+        0,
+        60_000_000_000,
+        WaitState::Blocked,
+        LoadOrder::Acquire,
+    );
+    assert_eq!(v, 0, "the host copy completed");
+    assert!(
+        lines.lock().unwrap().is_empty(),
+        "no SDMA command for a range the GPU cannot reach"
+    );
+    // SAFETY: the copy completed (acquire wait); system memory the host reads.
+    let copied =
+        unsafe { std::slice::from_raw_parts(dst.host_ptr.unwrap().as_ptr(), MIB as usize) };
+    assert!(copied == &pattern[..], "the host copied the pages");
     services.copy().set_sdma_log(None);
 
     // Read-only for the host: the pages are mapped read-only.
