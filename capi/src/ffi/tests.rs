@@ -351,7 +351,8 @@ fn rocr7_system_attributes() {
     // The emulated amdkfd reports interface 1.17 and serves EXPORT_DMABUF (1.12): ROCR 7
     // says DMA-buf is supported from 1.12 on.
     assert_eq!(get_bool(HSA_AMD_SYSTEM_INFO_DMABUF_SUPPORTED), 1);
-    assert_eq!(get_bool(HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED), 0);
+    // And 1.15 with a GPU: the virtual-memory API (ROCR 7's `CheckVirtualMemApiSupport`).
+    assert_eq!(get_bool(HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED), 1);
     assert_eq!(get_bool(HSA_AMD_SYSTEM_INFO_XNACK_ENABLED), 0);
     let st = state().unwrap();
     let isa = alloc::format!("{}", st.rt().first_gpu().unwrap().isa().unwrap());
