@@ -152,28 +152,33 @@ fn reserve_create_map_access_copy_export_import_and_misuse() {
     services.copy().set_sdma_log(Some(Arc::new(move |l: &str| {
         sink.lock().unwrap().push(l.to_owned())
     })));
-    let done = Arc::new(signals.create_interrupt(1).unwrap());
-    // SAFETY: both ranges stay mapped until the wait below.
-    unsafe {
-        services
-            .copy()
-            .copy(
-                dst.va.0,
-                a + MIB,
-                MIB as usize,
-                Some(gpu_node),
-                Vec::new(),
-                done.clone(),
-            )
-            .unwrap()
+    // Copies the second mapping's 1 MiB to dst through the copy engine (GPU node's copy
+    // agent) and waits: the completion signal's value, 0 when the copy completed.
+    let copy_second_to_dst = || {
+        let done = Arc::new(signals.create_interrupt(1).unwrap());
+        // SAFETY: both ranges stay mapped until the wait below.
+        unsafe {
+            services
+                .copy()
+                .copy(
+                    dst.va.0,
+                    a + MIB,
+                    MIB as usize,
+                    Some(gpu_node),
+                    Vec::new(),
+                    done.clone(),
+                )
+                .unwrap()
+        };
+        done.wait(
+            SignalCondition::Eq,
+            0,
+            60_000_000_000,
+            WaitState::Blocked,
+            LoadOrder::Acquire,
+        )
     };
-    let v = done.wait(
-        SignalCondition::Eq,
-        0,
-        60_000_000_000,
-        WaitState::Blocked,
-        LoadOrder::Acquire,
-    );
+    let v = copy_second_to_dst();
     assert_eq!(v, 0, "the copy completed");
     assert!(
         !lines.lock().unwrap().is_empty(),
@@ -199,28 +204,7 @@ fn reserve_create_map_access_copy_export_import_and_misuse() {
     lines.lock().unwrap().clear();
     // SAFETY: dst is unused by the device now (the copy above completed).
     unsafe { std::ptr::write_bytes(dst.host_ptr.unwrap().as_ptr(), 0, MIB as usize) };
-    let done = Arc::new(signals.create_interrupt(1).unwrap());
-    // SAFETY: both ranges stay mapped until the wait below.
-    unsafe {
-        services
-            .copy()
-            .copy(
-                dst.va.0,
-                a + MIB,
-                MIB as usize,
-                Some(gpu_node),
-                Vec::new(),
-                done.clone(),
-            )
-            .unwrap()
-    };
-    let v = done.wait(
-        SignalCondition::Eq,
-        0,
-        60_000_000_000,
-        WaitState::Blocked,
-        LoadOrder::Acquire,
-    );
+    let v = copy_second_to_dst();
     assert_eq!(v, 0, "the host copy completed");
     assert!(
         lines.lock().unwrap().is_empty(),
