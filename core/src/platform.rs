@@ -758,6 +758,22 @@ pub unsafe trait Platform: TopologySource + Send + Sync {
     /// `Status::InvalidArgument` for an unknown event.
     fn signal_event(&self, event: EventId) -> Result<()>;
 
+    /// A process-wide memory barrier, when the platform has one: a function that, when it
+    /// returns, has made every thread of the process that shares this address space execute a
+    /// full memory barrier (Linux: `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, Linux 4.14
+    /// and later, registered once when the platform opens). Decided once per platform; the
+    /// answer must not change.
+    ///
+    /// With one, a host-side store to an interrupt signal orders its value store before its
+    /// read of the signal's waiter count with a compiler fence alone, and a waiter about to
+    /// block pays for both with this barrier ([`Waiters`](crate::signal::wait::Waiters)):
+    /// the store on every dispatch's completion-signal reset loses its full fence (an
+    /// `mfence` on x86, which also waits for the packet stores before it). Without one (the
+    /// default, and under loom and miri) both sides fence.
+    fn process_barrier(&self) -> Option<fn()> {
+        None
+    }
+
     // ---- optional capabilities ----
 
     /// What this platform can do beyond the methods above, each an optional trait of its own

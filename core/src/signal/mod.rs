@@ -93,11 +93,12 @@ impl<H: PlatformRef> Signal<H> {
         event: Option<SignalEvent>,
         pool: Option<H::SignalPoolRef>,
     ) -> Self {
+        let waiters = Waiters::with_barrier(platform.process_barrier());
         Signal {
             raw,
             platform,
             event,
-            waiters: Waiters::new(),
+            waiters,
             pool,
             chunk: None,
         }
@@ -137,6 +138,14 @@ impl<H: PlatformRef> Signal<H> {
     /// The platform event of an interrupt signal.
     pub fn event(&self) -> Option<EventId> {
         self.event.map(|e| e.id)
+    }
+
+    /// Whether a host-side change of this signal orders its value store before its read of
+    /// the waiter count with a compiler fence alone, a waiter that blocks paying with the
+    /// platform's process-wide barrier ([`Platform::process_barrier`](crate::platform::Platform::process_barrier));
+    /// `false`: both sides use a `SeqCst` fence.
+    pub fn uses_process_barrier(&self) -> bool {
+        self.waiters.uses_process_barrier()
     }
 
     /// The event a blocked wait on this signal blocks on, with the signal's waiter count.

@@ -11,7 +11,8 @@
 //! interrupt signal does): each interrupt signal counts its waiters that may block
 //! ([`Waiters`]). A waiter registers *before* the value read that arms its block; a changer
 //! stores the value and then reads the count, with a `SeqCst` fence between the two accesses
-//! on each side. Either the changer sees the registration and raises the event, or the
+//! on each side (or, on a platform with a process-wide barrier, a compiler fence on the
+//! changer's side and that barrier on the waiter's: [`Platform::process_barrier`]). Either the changer sees the registration and raises the event, or the
 //! waiter's read sees the new value and does not block. A changer that sees no waiter skips
 //! the mailbox write and the platform call ([`Platform::signal_event`]: on Linux an
 //! `AMDKFD_IOC_SET_EVENT` ioctl), the whole cost of a store nobody blocks on. The device side
@@ -126,40 +127,78 @@ impl WaitState {
 /// returns; a changer stores the value, then calls [`Waiters::may_block`] and raises the
 /// event when it says so. Registering after that value read (the read that decides to
 /// block) loses wake-ups: the `loom_signal` model shows it.
+///
+/// The two sides order their accesses with a `SeqCst` fence each, or, when the signal's
+/// platform has a process-wide barrier ([`Platform::process_barrier`]), asymmetrically: the
+/// changer with a compiler fence (free), the registering waiter with the process barrier,
+/// which makes every other thread execute a full fence. Either the changer's count read
+/// comes before that fence on its thread (then so does its value store, which the waiter's
+/// read after the barrier sees) or after it (then it sees the registration, made before the
+/// barrier). A waiter registers once per blocked wait, after its spin; a changer runs on
+/// every store.
 #[derive(Debug, Default)]
-pub struct Waiters(AtomicU32);
+pub struct Waiters {
+    count: AtomicU32,
+    /// The platform's process-wide barrier, when the signal's platform has one.
+    barrier: Option<fn()>,
+}
 
 impl Waiters {
-    /// No waiters.
+    /// No waiters; both sides fence.
     pub fn new() -> Self {
-        Waiters(AtomicU32::new(0))
+        Waiters {
+            count: AtomicU32::new(0),
+            barrier: None,
+        }
     }
 
-    /// Counts one more waiter that may block. The `SeqCst` fence after the increment orders
-    /// it before the caller's next read of the signal value (pairs with the fence in
-    /// [`Waiters::may_block`]).
+    /// No waiters; with `barrier` (a [`Platform::process_barrier`]), registration issues it
+    /// and a change fences only the compiler.
+    pub fn with_barrier(barrier: Option<fn()>) -> Self {
+        Waiters {
+            count: AtomicU32::new(0),
+            barrier,
+        }
+    }
+
+    /// Counts one more waiter that may block, then orders the increment before the caller's
+    /// next read of the signal value: a `SeqCst` fence (pairs with the one in
+    /// [`Waiters::may_block`]), or the process barrier.
     pub fn register(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        match self.barrier {
+            Some(barrier) => barrier(),
+            None => fence(Ordering::SeqCst),
+        }
     }
 
     /// Counts one waiter fewer (the wait returned).
     pub fn unregister(&self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.count.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Whether a waiter may be blocked, read after the caller's change of the signal value:
     /// `false` means every waiter that registered before this call reads the new value
-    /// before it blocks. The `SeqCst` fence orders the caller's value change before the read
-    /// of the count (pairs with the fence in [`Waiters::register`]).
+    /// before it blocks. A `SeqCst` fence orders the caller's value change before the read
+    /// of the count (pairs with the fence in [`Waiters::register`]); with a process barrier
+    /// a compiler fence does (the barrier supplies the hardware fence).
     pub fn may_block(&self) -> bool {
-        fence(Ordering::SeqCst);
-        self.0.load(Ordering::Relaxed) != 0
+        if self.barrier.is_some() {
+            core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
+        self.count.load(Ordering::Relaxed) != 0
     }
 
     /// The current count (for tests and diagnostics; a snapshot).
     pub fn count(&self) -> u32 {
-        self.0.load(Ordering::Relaxed)
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Whether registration issues a process barrier (and a change fences only the compiler).
+    pub fn uses_process_barrier(&self) -> bool {
+        self.barrier.is_some()
     }
 }
 

@@ -518,6 +518,13 @@ unsafe impl Platform for LinuxPlatform {
         call(&*self.driver, &mut s)
     }
 
+    /// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` once this process registered for it
+    /// (Linux 4.14+; decided on the first call, for the process's life); `None` where the
+    /// kernel refuses the registration.
+    fn process_barrier(&self) -> Option<fn()> {
+        process_barrier()
+    }
+
     fn timestamp_ticks(&self) -> u64 {
         let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
         (t.tv_sec as u64)
@@ -927,4 +934,26 @@ pub fn abort_on_queue_error(error: &Error, queue: QueueId, _data: usize) {
         queue.0
     );
     std::process::abort();
+}
+
+/// The process-wide barrier ([`Platform::process_barrier`]): registered once per process
+/// (`MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`), then each call is one
+/// `MEMBARRIER_CMD_PRIVATE_EXPEDITED`. `None` when registration fails (kernels before 4.14,
+/// or a seccomp filter refusing `membarrier`).
+fn process_barrier() -> Option<fn()> {
+    use rustix::thread::{membarrier, MembarrierCommand};
+    static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let registered =
+        *REGISTERED.get_or_init(|| membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok());
+    registered.then_some(expedited_barrier as fn())
+}
+
+/// One process-wide barrier. After a successful registration the expedited command does not
+/// fail; if it ever did, the global command (slower: it waits for an RCU grace period) gives
+/// the same guarantee; a waiter must not go on without one.
+fn expedited_barrier() {
+    use rustix::thread::{membarrier, MembarrierCommand};
+    if membarrier(MembarrierCommand::PrivateExpedited).is_err() {
+        let _ = membarrier(MembarrierCommand::Global);
+    }
 }
