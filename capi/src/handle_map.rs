@@ -169,6 +169,7 @@ impl<T> HandleMap<T> {
     /// Handles 0 and 1 (never addresses, but what a caller may pass) are read from their own
     /// two pointers, as lock-free: a section never takes the map's lock, which a removal holds
     /// while it waits for sections to end.
+    #[inline(always)]
     pub(crate) fn get<'a>(
         &'a self,
         handle: u64,

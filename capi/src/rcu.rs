@@ -218,6 +218,7 @@ mod imp {
 
     /// Enters a section; `None` inside one already (sections do not nest) or while the
     /// thread's storage is being torn down.
+    #[inline(always)]
     pub(crate) fn read() -> Option<ReadSection> {
         let asymmetric = asymmetric();
         let reader = MINE.try_with(|m| m.0).ok()?;

@@ -606,6 +606,7 @@ mod current {
     ///
     /// # Errors
     /// `Status::NotInitialized` as [`state`]; `f`'s.
+    #[inline(always)]
     pub(crate) fn with_state<R>(
         f: impl FnOnce(&State, Option<&ReadSection>) -> Result<R, Error>,
     ) -> Result<R, Error> {

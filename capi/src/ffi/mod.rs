@@ -101,6 +101,7 @@ pub(crate) fn log_error(function: &str, e: &Error) {
 /// Runs `body`, catching a panic where there is unwinding (a hosted build): `Err(())` for a
 /// caught panic. Without an OS (`x86_64-unknown-none`, `panic = "abort"`) a panic ends in the
 /// library's panic handler and never returns here.
+#[inline(always)]
 fn catch<R>(body: impl FnOnce() -> R) -> Result<R, ()> {
     #[cfg(not(target_os = "none"))]
     return std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).map_err(|_| ());
@@ -130,6 +131,7 @@ pub(crate) fn guard(function: &str, body: impl FnOnce() -> Result<Status, Error>
 
 /// Runs a body that cannot report an error through its C signature (signal and queue index
 /// operations return a value or nothing): errors and panics give `fallback`.
+#[inline(always)]
 pub(crate) fn guard_value<T>(
     function: &str,
     fallback: T,
