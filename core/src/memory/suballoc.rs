@@ -18,9 +18,22 @@
 //! guaranteed to fit a request is two "find first set" instructions: O(1). Allocation rounds
 //! the request up to the next sub-interval boundary ("good fit") so any block of the list
 //! found fits; it splits off alignment padding in front and the remainder behind as free
-//! blocks. Free finds the block by address (a hash map without `alloc`, a B-tree with it:
-//! O(1) / O(log n)), merges it with free physical neighbours (O(1) through the neighbour
-//! links) and pushes the result on its list. Adjacent free blocks never exist.
+//! blocks. Free finds the block by address (see *Finding a block by address*), merges it with
+//! free physical neighbours (O(1) through the neighbour links) and pushes the result on its
+//! list. Adjacent free blocks never exist.
+//!
+//! # Finding a block by address
+//! Without `alloc`, a hash map from each allocation's address to its record (O(1)), and a
+//! scan of it for an interior address. With `alloc`, each range keeps a *directory*: the range
+//! is cut into at most 2^14 equal granules (a power of two of at least 8 units each), and the
+//! directory holds, per granule, the lowest block that starts in it (or none), with a bitmap
+//! of the granules that have one. A block is found from its granule's entry by following the
+//! physical links forward: at most the blocks that start in one granule (8 on a 2 MiB range of
+//! 64-byte units). A split or a merge changes at most one entry, in O(1); the range is found
+//! in a small B-tree of ranges by base. An interior address whose granule has no block start
+//! is covered by the block before the next granule's first block (found in the bitmap), or by
+//! the range's last block. (A B-tree over every allocation, which this replaced, cost two
+//! tree updates per free + allocate: about half of the pool's time in BENCHMARKS.md's B5.)
 //!
 //! Only when the good-fit search finds nothing does allocation scan the lists between the
 //! request's own class and the good-fit class for a block that happens to be big enough
@@ -28,7 +41,7 @@
 //! cannot grow; the pool then asks the platform for a new chunk.
 //!
 //! # Storage
-//! With the `alloc` feature, records grow in a `Vec` and the address index is a `BTreeMap`.
+//! With the `alloc` feature, records grow in a `Vec` and each range has its directory.
 //! Without it, records live in `heapless` storage: at most `N` block records (`N` must be a
 //! power of two, at least 2) and [`RANGE_CAPACITY`] ranges; running out of records is
 //! reported like running out of memory.
@@ -172,6 +185,73 @@ struct Range {
     /// The lowest block of the range: never released while the range lives (merges keep the
     /// lower record).
     first: u32,
+    /// The highest block of the range.
+    #[cfg(feature = "alloc")]
+    last: u32,
+}
+
+/// log2 of the most granules a range's directory has.
+#[cfg(feature = "alloc")]
+const DIRECTORY_BITS: u32 = 14;
+
+/// A range's directory (with `alloc`): per granule of `1 << shift` bytes from the range's
+/// base, the lowest block that starts in it (`NIL`: none), and a bitmap of the granules that
+/// have one. See the module doc.
+#[cfg(feature = "alloc")]
+#[derive(Debug, Default)]
+struct Directory {
+    shift: u32,
+    first: Vec<u32>,
+    occupied: Vec<u64>,
+}
+
+#[cfg(feature = "alloc")]
+impl Directory {
+    /// The directory of a range of `size` bytes (a multiple of `unit`, a power of two).
+    fn new(size: u64, unit: u64) -> Directory {
+        let unit_shift = unit.trailing_zeros();
+        // ceil(log2(size)), for size >= 1.
+        let size_bits = 64 - (size - 1).leading_zeros();
+        let shift = (unit_shift + 3)
+            .max(size_bits.saturating_sub(DIRECTORY_BITS))
+            .min(63);
+        let granules = ((size - 1) >> shift) as usize + 1;
+        Directory {
+            shift,
+            first: alloc::vec![NIL; granules],
+            occupied: alloc::vec![0; granules.div_ceil(64)],
+        }
+    }
+
+    fn granule(&self, offset: u64) -> usize {
+        (offset >> self.shift) as usize
+    }
+
+    fn set(&mut self, g: usize, idx: u32) {
+        self.first[g] = idx;
+        if idx == NIL {
+            self.occupied[g / 64] &= !(1 << (g % 64));
+        } else {
+            self.occupied[g / 64] |= 1 << (g % 64);
+        }
+    }
+
+    /// The first granule above `g` that has a block start.
+    fn next_occupied(&self, g: usize) -> Option<usize> {
+        let start = g + 1;
+        let mut w = start / 64;
+        if w >= self.occupied.len() {
+            return None;
+        }
+        let mut bits = self.occupied[w] & (u64::MAX.checked_shl((start % 64) as u32).unwrap_or(0));
+        loop {
+            if bits != 0 {
+                return Some(w * 64 + bits.trailing_zeros() as usize);
+            }
+            w += 1;
+            bits = *self.occupied.get(w)?;
+        }
+    }
 }
 
 /// The TLSF sub-allocator (see the module doc). `T` is per-allocation user data returned by
@@ -189,8 +269,15 @@ pub struct SubAllocator<T: Copy, const N: usize = DEFAULT_CAPACITY> {
     ranges: Vec<Option<Range>>,
     #[cfg(not(feature = "alloc"))]
     ranges: heapless::Vec<Option<Range>, RANGE_CAPACITY>,
+    /// Each range's directory, at the range's index.
     #[cfg(feature = "alloc")]
-    index: BTreeMap<u64, u32>,
+    directories: Vec<Directory>,
+    /// Live ranges by base address.
+    #[cfg(feature = "alloc")]
+    by_base: BTreeMap<u64, u32>,
+    /// Live allocations.
+    #[cfg(feature = "alloc")]
+    live: usize,
     #[cfg(not(feature = "alloc"))]
     index: heapless::FnvIndexMap<u64, u32, N>,
     vacant: u32,
@@ -257,7 +344,11 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
             #[cfg(not(feature = "alloc"))]
             ranges: heapless::Vec::new(),
             #[cfg(feature = "alloc")]
-            index: BTreeMap::new(),
+            directories: Vec::new(),
+            #[cfg(feature = "alloc")]
+            by_base: BTreeMap::new(),
+            #[cfg(feature = "alloc")]
+            live: 0,
             #[cfg(not(feature = "alloc"))]
             index: heapless::FnvIndexMap::new(),
             vacant: NIL,
@@ -438,6 +529,8 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
             base,
             size,
             first: idx,
+            #[cfg(feature = "alloc")]
+            last: idx,
         });
         match slot {
             Some(i) => self.ranges[i] = rec,
@@ -450,6 +543,17 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
                     return Err(SubAllocError::NoRecords);
                 }
             }
+        }
+        #[cfg(feature = "alloc")]
+        {
+            let mut dir = Directory::new(size, self.unit);
+            dir.set(0, idx);
+            if range_idx < self.directories.len() {
+                self.directories[range_idx] = dir;
+            } else {
+                self.directories.push(dir);
+            }
+            self.by_base.insert(base, range_u32);
         }
         self.insert_free(idx);
         self.total_bytes += size;
@@ -469,6 +573,11 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
         self.remove_free(r.first);
         self.release_record(r.first);
         self.ranges[range.0 as usize] = None;
+        #[cfg(feature = "alloc")]
+        {
+            self.directories[range.0 as usize] = Directory::default();
+            self.by_base.remove(&r.base);
+        }
         self.total_bytes -= r.size;
         Ok((r.base, r.size))
     }
@@ -546,6 +655,7 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
             self.blocks[idx as usize].size = pad;
             self.blocks[idx as usize].next_phys = new;
             self.insert_free(idx);
+            self.note_new_block(new);
             used = new;
         }
         // Remainder behind becomes a free block.
@@ -567,6 +677,7 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
             self.blocks[used as usize].size = size;
             self.blocks[used as usize].next_phys = tail;
             self.insert_free(tail);
+            self.note_new_block(tail);
         }
         self.blocks[used as usize].state = State::Used(data);
         self.index_insert(aligned, used)?;
@@ -629,6 +740,7 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
             if nb.next_phys != NIL {
                 self.blocks[nb.next_phys as usize].prev_phys = cur;
             }
+            self.note_merged_block(next, nb, cur);
             self.release_record(next);
         }
         // Merge with the previous block: it absorbs `cur` (the lower record survives).
@@ -641,6 +753,7 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
             if cb.next_phys != NIL {
                 self.blocks[cb.next_phys as usize].prev_phys = prev;
             }
+            self.note_merged_block(cur, cb, prev);
             self.release_record(cur);
             cur = prev;
         }
@@ -654,20 +767,20 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
         })
     }
 
-    /// The live allocation whose first byte is `addr` (O(1) / O(log n)).
+    /// The live allocation whose first byte is `addr`: O(1) without `alloc`; with it
+    /// O(log ranges) plus at most the blocks that start in one granule.
     pub fn get(&self, addr: u64) -> Option<Found<T>> {
         let idx = self.index_get(addr)?;
         self.found(idx)
     }
 
-    /// The live allocation containing `addr` (any byte of it). O(log n) with `alloc`, O(n)
+    /// The live allocation containing `addr` (any byte of it). With `alloc`: O(log ranges)
+    /// plus the blocks that start in one granule, plus, for an interior address of a block
+    /// spanning granules, a scan of the directory's bitmap (a word per 64 granules); O(n)
     /// without.
     pub fn find(&self, addr: u64) -> Option<Found<T>> {
         #[cfg(feature = "alloc")]
-        let idx = {
-            let (_, &idx) = self.index.range(..=addr).next_back()?;
-            idx
-        };
+        let idx = self.covering_block(addr)?;
         #[cfg(not(feature = "alloc"))]
         let idx = self
             .index
@@ -719,6 +832,9 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
             in_use_bytes: self.in_use_bytes,
             total_bytes: self.total_bytes,
             largest_free_bytes: largest,
+            #[cfg(feature = "alloc")]
+            allocations: self.live,
+            #[cfg(not(feature = "alloc"))]
             allocations: self.index.len(),
             ranges: self.ranges.iter().flatten().count(),
             records: self.blocks.len() - self.vacant_count,
@@ -726,6 +842,7 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
     }
 
     /// Every live allocation as (address, size, range), in no particular order.
+    #[cfg(not(feature = "alloc"))]
     pub fn allocations(&self) -> impl Iterator<Item = (u64, u64, RangeId)> + '_ {
         self.index.iter().map(|(&a, &i)| {
             (
@@ -736,27 +853,189 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
         })
     }
 
+    /// Every live allocation as (address, size, range), in no particular order.
+    #[cfg(feature = "alloc")]
+    pub fn allocations(&self) -> impl Iterator<Item = (u64, u64, RangeId)> + '_ {
+        self.blocks.iter().filter_map(|b| match b.state {
+            State::Used(_) => Some((b.addr, b.size, RangeId(b.range))),
+            _ => None,
+        })
+    }
+
     // ---- address index ----
 
+    #[cfg(not(feature = "alloc"))]
     fn index_insert(&mut self, addr: u64, idx: u32) -> Result<(), SubAllocError> {
-        #[cfg(feature = "alloc")]
-        self.index.insert(addr, idx);
-        #[cfg(not(feature = "alloc"))]
         self.index
             .insert(addr, idx)
             .map_err(|_| SubAllocError::NoRecords)?;
         Ok(())
     }
 
+    #[cfg(not(feature = "alloc"))]
     fn index_remove(&mut self, addr: u64) -> Option<u32> {
         self.index.remove(&addr)
     }
 
+    #[cfg(not(feature = "alloc"))]
     fn index_get(&self, addr: u64) -> Option<u32> {
         self.index.get(&addr).copied()
     }
 
+    /// Counts the allocation (its block is in the directory since it was made).
+    #[cfg(feature = "alloc")]
+    fn index_insert(&mut self, _addr: u64, _idx: u32) -> Result<(), SubAllocError> {
+        self.live += 1;
+        Ok(())
+    }
+
+    /// The used block at `addr`, uncounted (the caller frees it).
+    #[cfg(feature = "alloc")]
+    fn index_remove(&mut self, addr: u64) -> Option<u32> {
+        let idx = self.index_get(addr)?;
+        self.live -= 1;
+        Some(idx)
+    }
+
+    /// The used block that starts at `addr`.
+    #[cfg(feature = "alloc")]
+    fn index_get(&self, addr: u64) -> Option<u32> {
+        let idx = self.block_at(addr)?;
+        matches!(self.blocks[idx as usize].state, State::Used(_)).then_some(idx)
+    }
+
+    /// The range containing `addr`, with its index.
+    #[cfg(feature = "alloc")]
+    fn range_of(&self, addr: u64) -> Option<(usize, Range)> {
+        let (_, &ri) = self.by_base.range(..=addr).next_back()?;
+        let r = self.ranges.get(ri as usize).copied().flatten()?;
+        (addr - r.base < r.size).then_some((ri as usize, r))
+    }
+
+    /// The block (free or used) that starts at `addr`.
+    #[cfg(feature = "alloc")]
+    fn block_at(&self, addr: u64) -> Option<u32> {
+        let (ri, r) = self.range_of(addr)?;
+        let dir = &self.directories[ri];
+        let mut cur = dir.first[dir.granule(addr - r.base)];
+        while cur != NIL {
+            let b = &self.blocks[cur as usize];
+            if b.addr >= addr {
+                return (b.addr == addr).then_some(cur);
+            }
+            cur = b.next_phys;
+        }
+        None
+    }
+
+    /// The block (free or used) that contains `addr`.
+    #[cfg(feature = "alloc")]
+    fn covering_block(&self, addr: u64) -> Option<u32> {
+        let (ri, r) = self.range_of(addr)?;
+        let dir = &self.directories[ri];
+        let g = dir.granule(addr - r.base);
+        let first = dir.first[g];
+        // The lowest block starting after `addr`'s granule's start, or in a later granule;
+        // the block before it covers `addr` when it starts above `addr`.
+        let mut cur = if first != NIL && self.blocks[first as usize].addr <= addr {
+            first
+        } else {
+            let above = if first != NIL {
+                first
+            } else {
+                match dir.next_occupied(g) {
+                    Some(next) => dir.first[next],
+                    None => return Some(r.last),
+                }
+            };
+            return Some(self.blocks[above as usize].prev_phys).filter(|&p| p != NIL);
+        };
+        loop {
+            let next = self.blocks[cur as usize].next_phys;
+            if next == NIL || self.blocks[next as usize].addr > addr {
+                return Some(cur);
+            }
+            cur = next;
+        }
+    }
+
+    /// Records a block just made by a split (its record, address and links are set).
+    #[cfg(feature = "alloc")]
+    fn note_new_block(&mut self, idx: u32) {
+        let b = self.blocks[idx as usize];
+        let ri = b.range as usize;
+        let Some(r) = self.ranges.get_mut(ri).and_then(Option::as_mut) else {
+            return;
+        };
+        if b.next_phys == NIL {
+            r.last = idx;
+        }
+        let base = r.base;
+        let dir = &mut self.directories[ri];
+        let g = dir.granule(b.addr - base);
+        let first = dir.first[g];
+        if first == NIL || self.blocks[first as usize].addr > b.addr {
+            dir.set(g, idx);
+        }
+    }
+
+    #[cfg(not(feature = "alloc"))]
+    fn note_new_block(&mut self, _idx: u32) {}
+
+    /// Forgets `gone` (block `b`, merged into `survivor`, the block below it, whose links are
+    /// already updated) before its record is released.
+    #[cfg(feature = "alloc")]
+    fn note_merged_block(&mut self, gone: u32, b: Block<T>, survivor: u32) {
+        let ri = b.range as usize;
+        let Some(r) = self.ranges.get_mut(ri).and_then(Option::as_mut) else {
+            return;
+        };
+        if r.last == gone {
+            r.last = survivor;
+        }
+        let base = r.base;
+        let dir = &mut self.directories[ri];
+        let g = dir.granule(b.addr - base);
+        if dir.first[g] == gone {
+            // The next block up, if it starts in the same granule, is now its lowest.
+            let next = b.next_phys;
+            let same = next != NIL && dir.granule(self.blocks[next as usize].addr - base) == g;
+            dir.set(g, if same { next } else { NIL });
+        }
+    }
+
+    #[cfg(not(feature = "alloc"))]
+    fn note_merged_block(&mut self, _gone: u32, _b: Block<T>, _survivor: u32) {}
+
     /// Checks every structural invariant; panics with a description on a violation. Test aid.
+    /// The directory of range `ri` names, per granule, the lowest block starting in it, its
+    /// bitmap agrees, and `last` is the range's last block. Test aid.
+    #[cfg(all(test, feature = "alloc"))]
+    fn check_directory(&self, ri: usize, r: &Range, last: u32) {
+        assert_eq!(r.last, last, "range {ri}: last block");
+        assert_eq!(
+            self.by_base.get(&r.base),
+            Some(&(ri as u32)),
+            "range {ri} by base"
+        );
+        let dir = &self.directories[ri];
+        let mut want = alloc::vec![NIL; dir.first.len()];
+        let mut cur = r.first;
+        while cur != NIL {
+            let b = &self.blocks[cur as usize];
+            let g = dir.granule(b.addr - r.base);
+            if want[g] == NIL {
+                want[g] = cur;
+            }
+            cur = b.next_phys;
+        }
+        assert_eq!(dir.first, want, "range {ri}: directory entries");
+        for (g, &f) in dir.first.iter().enumerate() {
+            let bit = dir.occupied[g / 64] & (1 << (g % 64)) != 0;
+            assert_eq!(bit, f != NIL, "range {ri}: bitmap of granule {g}");
+        }
+    }
+
     #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
         let mut used = 0u64;
@@ -799,6 +1078,8 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
                 cur = b.next_phys;
             }
             assert_eq!(expect, r.base + r.size, "range {ri} not fully covered");
+            #[cfg(feature = "alloc")]
+            self.check_directory(ri, r, prev);
         }
         let mut listed = 0usize;
         for fl in 0..FIRST_LEVEL_CLASSES {
@@ -837,7 +1118,13 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
             cur = next;
         }
         assert_eq!(vacant, self.vacant_count, "vacant chain length");
-        let linked = free_count + self.index.len();
+        let linked = free_count + self.stats().allocations;
+        #[cfg(feature = "alloc")]
+        assert_eq!(
+            self.by_base.len(),
+            self.ranges.iter().flatten().count(),
+            "range index"
+        );
         assert_eq!(linked + vacant, self.blocks.len(), "records leaked");
         assert_eq!(self.stats().records, linked);
     }
@@ -1083,6 +1370,57 @@ mod tests {
         sa.check_invariants();
     }
 
+    /// Lookups whose answer comes from the directory's other paths: an interior address of a
+    /// block that spans granules with no block start (the next occupied granule's first
+    /// block, or the range's last block), a merge that leaves the next block the lowest of its
+    /// granule, and a range as large as a 47-bit address space (the directory stays at 2^14
+    /// granules).
+    #[cfg(feature = "alloc")]
+    #[test]
+    fn directory_answers_interior_addresses_and_follows_merges() {
+        let mut sa = Sa::new(64).unwrap();
+        let base = 0x10_0000u64;
+        sa.add_range(base, 0x10_0000).unwrap();
+        let a = sa.allocate(300 << 10, 64, 1).unwrap();
+        let b = sa.allocate(64, 64, 2).unwrap();
+        assert_eq!((a.addr, b.addr), (base, base + (300 << 10)));
+        assert_eq!(sa.find(a.addr + (150 << 10)).map(|f| f.addr), Some(a.addr));
+        assert_eq!(sa.find(b.addr).map(|f| f.data), Some(2));
+        // Inside the free tail, past every block start: the range's last block, free.
+        assert_eq!(sa.find(base + (900 << 10)), None);
+        let rest = 0x10_0000 - (300 << 10) - 64;
+        let c = sa.allocate(rest, 64, 3).unwrap();
+        assert_eq!(c.addr, b.addr + 64);
+        assert_eq!(sa.find(base + 0x10_0000 - 1).map(|f| f.data), Some(3));
+        assert_eq!(sa.find(base + 0x10_0000), None);
+        assert_eq!(sa.find(base - 1), None);
+        sa.check_invariants();
+        sa.free(b.addr).unwrap();
+        assert_eq!(sa.find(b.addr), None);
+        assert_eq!(sa.free(b.addr).unwrap_err(), SubAllocError::NotAllocated);
+        // `a` absorbs the free block after it; `c` is now the lowest block of that granule.
+        sa.free(a.addr).unwrap();
+        sa.check_invariants();
+        assert_eq!(sa.find(c.addr + 64).map(|f| f.data), Some(3));
+        assert_eq!(sa.find(base), None);
+        sa.free(c.addr).unwrap();
+        sa.check_invariants();
+        assert!(sa.range_is_empty(RangeId(0)));
+
+        let mut big = SubAllocator::<u32, 16>::new(4096).unwrap();
+        let r = big.add_range(0, 1 << 47).unwrap();
+        let x = big.allocate(1 << 40, 4096, 7).unwrap();
+        let y = big.allocate(4096, 4096, 8).unwrap();
+        assert_eq!(big.find((1 << 40) - 1).map(|f| f.data), Some(7));
+        assert_eq!(big.find(y.addr).map(|f| f.data), Some(8));
+        assert_eq!(big.find((1 << 46) + 5), None);
+        big.check_invariants();
+        big.free(x.addr).unwrap();
+        big.free(y.addr).unwrap();
+        big.remove_range(r).unwrap();
+        assert_eq!(big.find(0), None);
+    }
+
     #[test]
     fn unit_bytes_is_the_unit_given() {
         assert_eq!(Sa::new(64).unwrap().unit_bytes(), 64);
@@ -1302,6 +1640,22 @@ mod tests {
                 prop_assert_eq!(listed, want);
                 prop_assert_eq!(st.in_use_bytes, live.iter().map(|l| l.1).sum::<u64>());
                 prop_assert_eq!(st.allocations, live.len());
+                // Lookups by address against the live set: each allocation's first, middle and
+                // last byte, and the bytes just outside it (free, another allocation, or past
+                // a range); an interior address is no allocation's base.
+                let model = |x: u64| live.iter().find(|l| x >= l.0 && x - l.0 < l.1).copied();
+                for &(a, s) in live.iter().take(24) {
+                    for x in [a, a + s / 2, a + s - 1, a.wrapping_sub(1), a + s] {
+                        let found = sa.find(x).map(|f| (f.addr, f.size));
+                        prop_assert_eq!(found, model(x), "find({:#x})", x);
+                    }
+                    prop_assert_eq!(sa.get(a).map(|f| f.size), Some(s));
+                    if s > 64 {
+                        prop_assert!(sa.get(a + 64).is_none());
+                        prop_assert_eq!(sa.free(a + 64).unwrap_err(), SubAllocError::NotAllocated);
+                    }
+                }
+                sa.check_invariants();
             }
             sa.check_invariants();
             for (a, _) in live { sa.free(a).unwrap(); }
