@@ -236,9 +236,8 @@ impl Directory {
         }
     }
 
-    /// The first granule above `g` that has a block start.
-    fn next_occupied(&self, g: usize) -> Option<usize> {
-        let start = g + 1;
+    /// The first granule at or above `start` that has a block start.
+    fn occupied_from(&self, start: usize) -> Option<usize> {
         let mut w = start / 64;
         if w >= self.occupied.len() {
             return None;
@@ -943,7 +942,8 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
             let above = if first != NIL {
                 first
             } else {
-                match dir.next_occupied(g) {
+                // `g` itself has none.
+                match dir.occupied_from(g) {
                     Some(next) => dir.first[next],
                     None => return Some(r.last),
                 }
@@ -1019,11 +1019,25 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
             "range {ri} by base"
         );
         let dir = &self.directories[ri];
-        let mut want = alloc::vec![NIL; dir.first.len()];
+        // The shape the module doc gives: granules of at least 8 units, at most 2^14 of them.
+        let granule_bytes = 1u64 << dir.shift;
+        assert!(
+            granule_bytes >= 8 * self.unit,
+            "range {ri}: granule {granule_bytes}"
+        );
+        assert!(
+            r.size.div_ceil(granule_bytes) <= 1 << 14,
+            "range {ri}: granules"
+        );
+        assert!(
+            granule_bytes == 8 * self.unit || r.size.div_ceil(granule_bytes / 2) > 1 << 14,
+            "range {ri}: granule {granule_bytes} larger than needed"
+        );
+        let mut want = alloc::vec![NIL; r.size.div_ceil(granule_bytes) as usize];
         let mut cur = r.first;
         while cur != NIL {
             let b = &self.blocks[cur as usize];
-            let g = dir.granule(b.addr - r.base);
+            let g = ((b.addr - r.base) / granule_bytes) as usize;
             if want[g] == NIL {
                 want[g] = cur;
             }

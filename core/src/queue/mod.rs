@@ -284,10 +284,9 @@ mod aql {
         queue_type: QueueType,
         doorbell: DoorbellSignal<H>,
         inactive: Signal<H>,
-        /// Largest doorbell value rung + 1 (0: never rung): `fetch_max`, no lock, so that a
-        /// multi-producer queue's doorbell ends at the largest value rung (see
-        /// [`AqlQueue::ring_doorbell`]). A plain core atomic: the queue type is not part of
-        /// the loom models.
+        /// Largest doorbell value rung + 1 on a single-producer queue (0: never rung), which
+        /// refuses a lower one (see [`AqlQueue::ring_doorbell`]). A plain core atomic: the
+        /// queue type is not part of the loom models.
         last_doorbell: core::sync::atomic::AtomicU64,
         /// `LIFE_*`: changed by `inactivate` and `close`, read by every waiter (a plain core
         /// atomic: the queue type is not part of the loom models).
@@ -875,14 +874,17 @@ mod aql {
         /// Rings the doorbell for packets up to and including `last_index` (once per batch):
         /// stores it into the doorbell signal, which calls
         /// [`Platform::ring_doorbell`](crate::platform::Platform::ring_doorbell) with the
-        /// queue's doorbell handle. No lock: the largest value rung so far is kept with
-        /// `fetch_max`. A multi-producer queue rings with that largest value (so a lower
-        /// `last_index` rings it again), and after its store rings again while a larger value
-        /// arrived meanwhile, so the doorbell always ends at the largest value rung, although
-        /// two producers racing may store out of order on the way (as ROCR's multi-producer
-        /// queues on gfx9+ do: a packet processor reads packets up to an INVALID header, the
-        /// doorbell only wakes it). A single-producer queue rejects a value lower than the
-        /// last.
+        /// queue's doorbell handle. No lock and no read-modify-write.
+        ///
+        /// A multi-producer queue stores `last_index` as it is, as ROCR does on gfx9 and later
+        /// (`AqlQueue::StoreRelaxed` with a hardware doorbell: one store, "the hardware
+        /// doorbell supports AQL semantics"): two producers racing may store out of order, so
+        /// the doorbell can end below the largest value rung. That loses nothing: each
+        /// producer rings after its own packet's header is stored, so the packet processor is
+        /// woken after every packet became valid, and it takes packets up to the write index
+        /// (the CP's write-pointer poll of `amd_queue_t.write_dispatch_id`, which a
+        /// reservation advances) whose headers are no longer INVALID, not up to the doorbell's
+        /// value. A single-producer queue keeps the largest value rung and rejects a lower one.
         ///
         /// # Errors
         /// `Status::InvalidArgument` when `last_index` is not below the write index (nothing
@@ -909,10 +911,14 @@ mod aql {
                     },
                 ));
             }
+            if self.queue_type != QueueType::Single {
+                self.doorbell.store(last_index, StoreOrder::Release);
+                return Ok(());
+            }
             let rung = last_index + 1;
             // Relaxed: the doorbell store below carries the packet ordering (Release).
             let before = self.last_doorbell.fetch_max(rung, Order::Relaxed);
-            if before > rung && self.queue_type == QueueType::Single {
+            if before > rung {
                 return Err(Error::lazy(
                     Status::InvalidArgument,
                     [last_index, before - 1],
@@ -925,25 +931,8 @@ mod aql {
                     },
                 ));
             }
-            let mut value = before.max(rung) - 1;
-            if self.queue_type == QueueType::Single {
-                self.doorbell.store(value, StoreOrder::Release);
-                return Ok(());
-            }
-            loop {
-                // SeqCst fences around the store, paired with the other producers' own: of two
-                // producers, either this one's reload below sees the other's larger value, or
-                // the other's doorbell store comes after this one's.
-                core::sync::atomic::fence(Order::SeqCst);
-                self.doorbell.store(value, StoreOrder::Release);
-                core::sync::atomic::fence(Order::SeqCst);
-                let now = self.last_doorbell.load(Order::Relaxed) - 1;
-                if now <= value {
-                    return Ok(());
-                }
-                // A larger value was rung meanwhile and may have been stored before ours.
-                value = now;
-            }
+            self.doorbell.store(last_index, StoreOrder::Release);
+            Ok(())
         }
 
         /// Stops the hardware queue but keeps its memory (`hsa_queue_inactivate`): the
@@ -1641,7 +1630,7 @@ mod aql {
             let m = AqlQueue::create(&plat, &config(64)).unwrap();
             m.add_write_index(8, MemoryOrder::Relaxed);
             m.ring_doorbell(6).unwrap();
-            m.ring_doorbell(2).unwrap(); // multi: the max (6) is rung again
+            m.ring_doorbell(2).unwrap(); // multi: stored as given (ROCR's gfx9+ doorbell)
             m.ring_doorbell(7).unwrap();
             let rung: std::vec::Vec<_> = plat.doorbell_writes();
             assert_eq!(
@@ -1650,7 +1639,7 @@ mod aql {
                     (s.hw_id(), 3),
                     (s.hw_id(), 3),
                     (m.hw_id(), 6),
-                    (m.hw_id(), 6),
+                    (m.hw_id(), 2),
                     (m.hw_id(), 7)
                 ]
             );
@@ -1666,10 +1655,11 @@ mod aql {
             assert_eq!(plat.live_queue_count(), 1);
         }
 
-        /// Producers ringing at once, each its own values out of order: no lock orders them,
-        /// but the last doorbell store is the largest value rung.
+        /// Producers ringing at once, each its own values out of order: no lock orders them and
+        /// nothing is added: every value rung is stored once, as given (the doorbell may end
+        /// below the largest; the packet processor reads up to the write index).
         #[test]
-        fn concurrent_rings_end_at_the_largest_value() {
+        fn concurrent_rings_store_each_value_once() {
             let plat = platform();
             let m = AqlQueue::create(&plat, &config(1024)).unwrap();
             m.add_write_index(1000, MemoryOrder::Relaxed);
@@ -1683,17 +1673,17 @@ mod aql {
                     });
                 }
             });
-            let rung = plat.doorbell_writes();
-            assert!(rung.len() >= 1000);
-            assert_eq!(rung.last(), Some(&(m.hw_id(), 999)));
+            let mut rung: std::vec::Vec<u64> =
+                plat.doorbell_writes().into_iter().map(|(_, v)| v).collect();
+            rung.sort_unstable();
+            assert_eq!(rung, (0..1000).collect::<std::vec::Vec<u64>>());
         }
 
-        /// The interleaving the loop in `ring_doorbell` exists for, made deterministic: producer
-        /// A reserves its ring value (3) and is held just before its doorbell store, producer B
-        /// rings a larger value (6) and returns, then A's smaller store lands. A must store the
-        /// larger value again, or the doorbell would end below a packet B published.
+        /// Producer A is held just before its doorbell store while producer B rings a larger
+        /// value; A's smaller store then lands last and stays: no repair store, no read of what
+        /// B rang (the single store ROCR makes on gfx9+).
         #[test]
-        fn a_late_smaller_doorbell_store_is_followed_by_the_largest_value() {
+        fn a_late_smaller_doorbell_store_is_stored_as_is() {
             let plat = FaultInjector::new(platform());
             let m = AqlQueue::create(&plat, &config(64)).unwrap();
             assert_eq!(m.queue_type, QueueType::Multi);
@@ -1709,10 +1699,10 @@ mod aql {
             let id = m.hw_id();
             assert_eq!(
                 plat.inner().doorbell_writes(),
-                [(id, 6), (id, 3), (id, 6)],
-                "B's 6, A's late 3, A's repair to 6"
+                [(id, 6), (id, 3)],
+                "B's 6, then A's late 3"
             );
-            assert_eq!(plat.calls(FaultMethod::RingDoorbell), 3);
+            assert_eq!(plat.calls(FaultMethod::RingDoorbell), 2);
         }
 
         /// A queue its processor stops after it was closed still reads as destroyed (the
