@@ -261,6 +261,8 @@ pub struct FakePlatform {
     epoch: Instant,
     /// [`Platform::timestamp_frequency_hz`] (1 GHz unless set).
     timestamp_hz: u64,
+    /// [`Platform::process_barrier`] (none unless set).
+    process_barrier: Option<fn()>,
     memory_limit_bytes: u64,
     memory: FakeMemory,
     chunks: Mutex<BTreeMap<u64, Chunk>>,
@@ -316,6 +318,7 @@ impl FakePlatform {
             topology,
             epoch: Instant::now(),
             timestamp_hz: 1_000_000_000,
+            process_barrier: None,
             memory_limit_bytes: 1 << 30,
             memory: FakeMemory::Host,
             chunks: Mutex::new(BTreeMap::new()),
@@ -341,6 +344,14 @@ impl FakePlatform {
     /// platform that does not know its frequency: it reports 0 and counts ns.
     pub fn set_timestamp_frequency_hz(&mut self, hz: u64) {
         self.timestamp_hz = hz;
+    }
+
+    /// Sets what [`Platform::process_barrier`] answers (default `None`): a fake has no
+    /// process-wide barrier of its own, so a test that gives it one (a function that counts
+    /// its calls, or issues a `SeqCst` fence, which on one thread orders as much) sees which
+    /// side of the signal protocol uses it.
+    pub fn set_process_barrier(&mut self, barrier: Option<fn()>) {
+        self.process_barrier = barrier;
     }
 
     /// Sets the total bytes of live chunks beyond which `allocate_memory` fails with
@@ -845,6 +856,10 @@ unsafe impl Platform for FakePlatform {
         }
     }
 
+    fn process_barrier(&self) -> Option<fn()> {
+        self.process_barrier
+    }
+
     fn signal_event(&self, event: EventId) -> Result<()> {
         self.event_signals.fetch_add(1, Ordering::Relaxed);
         let i = self.event_index(event)?;
@@ -1229,6 +1244,10 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
     fn timestamp_ticks(&self) -> u64 {
         self.inner.timestamp_ticks()
     }
+    fn process_barrier(&self) -> Option<fn()> {
+        self.inner.process_barrier()
+    }
+
     fn timestamp_frequency_hz(&self) -> u64 {
         self.inner.timestamp_frequency_hz()
     }

@@ -503,6 +503,67 @@ mod tests {
         assert_eq!(plat.live_event_count(), 0);
     }
 
+    /// Calls of [`counting_barrier`].
+    static BARRIER_CALLS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+    /// A process barrier for the fake: counts its calls and fences (on one thread of a test,
+    /// as much order as `membarrier` gives).
+    fn counting_barrier() {
+        BARRIER_CALLS.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
+        core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// With a platform barrier, signals take it; registration issues it once per blocked
+    /// wait, a change never does, and a change still raises the event while a waiter may
+    /// block. Without one, signals use fences alone.
+    #[test]
+    fn a_platform_barrier_is_issued_by_registration_alone() {
+        let plain = FakePlatform::new();
+        let pool = SignalPool::new(&plain, NodeId(0));
+        assert!(!pool.create_interrupt(0).unwrap().uses_process_barrier());
+        assert!(!Waiters::new().uses_process_barrier());
+
+        let mut plat = FakePlatform::new();
+        plat.set_process_barrier(Some(counting_barrier));
+        let pool = SignalPool::new(&plat, NodeId(0));
+        let s = pool.create_interrupt(0).unwrap();
+        assert!(s.uses_process_barrier());
+        assert!(pool.create(0).unwrap().uses_process_barrier());
+        let before = BARRIER_CALLS.load(core::sync::atomic::Ordering::SeqCst);
+        s.store(1, StoreOrder::Release);
+        s.add(1, MemoryOrder::AcqRel);
+        assert_eq!(plat.signal_event_count(), 0, "nobody waits");
+        // A blocked wait that times out past its spin registers once.
+        let seen = s.wait(
+            SignalCondition::Eq,
+            7,
+            plat.wait_spin_ns() + 2_000_000,
+            WaitState::Blocked,
+            LoadOrder::Acquire,
+        );
+        assert_eq!(seen, 2);
+        assert_eq!(
+            BARRIER_CALLS.load(core::sync::atomic::Ordering::SeqCst) - before,
+            1
+        );
+        // While a waiter may block, a change raises the event (no barrier on this side).
+        let waiters = s.event_wait().unwrap().waiters;
+        waiters.register();
+        assert_eq!(
+            BARRIER_CALLS.load(core::sync::atomic::Ordering::SeqCst) - before,
+            2
+        );
+        s.store(3, StoreOrder::Release);
+        assert_eq!(plat.signal_event_count(), 1);
+        assert_eq!(
+            BARRIER_CALLS.load(core::sync::atomic::Ordering::SeqCst) - before,
+            2
+        );
+        waiters.unregister();
+        s.store(4, StoreOrder::Release);
+        assert_eq!(plat.signal_event_count(), 1);
+    }
+
     /// Yields until every count in `counts` is non-zero (at most 10 s).
     fn wait_for_registration(counts: &[&Waiters]) {
         let start = std::time::Instant::now();
