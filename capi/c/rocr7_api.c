@@ -182,11 +182,33 @@ int main(void) {
   EXPECT(strchr(text, '\n') == text + got - 1); /* one line: the second copy was not logged */
   fclose(log);
 
-  /* Pool allocation flags, as ROCR 7 takes them. */
+  /* Pool allocation flags, as ROCR 7 takes them: EXECUTABLE, and CONTIGUOUS in VRAM, get a
+   * chunk of their own (whole pages, nothing else placed in it), given back on free. */
   void* code = NULL;
   OK(hsa_amd_memory_pool_allocate(vram, 4096, HSA_RT_AMD_MEMORY_POOL_EXECUTABLE_FLAG, &code));
   EXPECT(code != NULL);
   OK(hsa_amd_memory_pool_free(code));
+  void* flagged = NULL;
+  OK(hsa_amd_memory_pool_allocate(
+      vram, 100, HSA_RT_AMD_MEMORY_POOL_EXECUTABLE_FLAG | HSA_RT_AMD_MEMORY_POOL_CONTIGUOUS_FLAG,
+      &flagged));
+  hsa_amd_pointer_info_t finfo;
+  memset(&finfo, 0, sizeof finfo);
+  finfo.size = sizeof finfo;
+  OK(hsa_amd_pointer_info((uint8_t*)flagged + 4095, &finfo, NULL, NULL, NULL));
+  EXPECT(finfo.type == HSA_EXT_POINTER_TYPE_HSA);
+  EXPECT(finfo.agentBaseAddress == flagged);
+  EXPECT(finfo.sizeInBytes == 4096);
+  void* plain = NULL;
+  OK(hsa_amd_memory_pool_allocate(vram, 100, 0, &plain));
+  EXPECT((uint8_t*)plain + 100 <= (uint8_t*)flagged || (uint8_t*)plain >= (uint8_t*)flagged + 4096);
+  OK(hsa_amd_memory_pool_free(flagged));
+  EXPECT(hsa_amd_pointer_info(flagged, &finfo, NULL, NULL, NULL) == HSA_STATUS_SUCCESS &&
+         finfo.type == HSA_EXT_POINTER_TYPE_UNKNOWN);
+  OK(hsa_amd_memory_pool_free(plain));
+  void* sys_flagged = NULL;
+  OK(hsa_amd_memory_pool_allocate(sys, 64, HSA_RT_AMD_MEMORY_POOL_CONTIGUOUS_FLAG, &sys_flagged));
+  OK(hsa_amd_memory_pool_free(sys_flagged));
 
   /* Virtual memory, supported on the emulated device (KFD 1.15+, the render node's GEM_VA):
    * host-only and device reservations, a handle of VRAM mapped twice (the same pages at two

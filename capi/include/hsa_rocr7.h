@@ -30,6 +30,7 @@ extern "C" {
 /* System attributes (hsa_system_info_t). */
 #define HSA_RT_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED 0x205 /* bool */
 /* hsa_amd_memory_pool_allocate flags. */
+#define HSA_RT_AMD_MEMORY_POOL_CONTIGUOUS_FLAG (1 << 1)
 #define HSA_RT_AMD_MEMORY_POOL_EXECUTABLE_FLAG (1 << 2)
 /* hsa_amd_vmem_address_reserve flags. */
 #define HSA_RT_AMD_VMEM_ADDRESS_NO_REGISTER 1ull

@@ -274,6 +274,10 @@ bitflags::bitflags! {
         /// chunk is then a KFD GTT buffer object, not host pages registered as USERPTR
         /// (which amdgpu does not export). Device-local chunks are shareable anyway.
         const SHAREABLE = 1 << 5;
+        /// Physically contiguous (device-local memory; best effort on amdkfd:
+        /// `KFD_IOC_ALLOC_MEM_FLAGS_CONTIGUOUS_BEST_EFFORT`, interface 1.16). Ignored for
+        /// system memory, as ROCR 7 ignores `HSA_AMD_MEMORY_POOL_CONTIGUOUS_FLAG` there.
+        const CONTIGUOUS = 1 << 6;
     }
 }
 

@@ -322,7 +322,7 @@ pub fn kfd_alloc_flags(kind: MemoryKind, flags: MemoryFlags) -> u32 {
 
 /// The `KFD_IOC_ALLOC_MEM_FLAGS_*` for a chunk placed as `placement`: the memory type,
 /// WRITABLE unless READ_ONLY, EXECUTABLE, COHERENT for fine-grained, UNCACHED, PUBLIC for
-/// host-visible VRAM, and always NO_SUBSTITUTE.
+/// host-visible VRAM, CONTIGUOUS_BEST_EFFORT for contiguous VRAM, and always NO_SUBSTITUTE.
 pub fn kfd_alloc_flags_for(placement: KfdPlacement, flags: MemoryFlags) -> u32 {
     let mut f = KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE;
     f |= match placement {
@@ -344,6 +344,10 @@ pub fn kfd_alloc_flags_for(placement: KfdPlacement, flags: MemoryFlags) -> u32 {
     }
     if placement == KfdPlacement::Vram && flags.contains(MemoryFlags::HOST_ACCESS) {
         f |= KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC;
+    }
+    // As ROCR 7: physically contiguous only for VRAM.
+    if placement == KfdPlacement::Vram && flags.contains(MemoryFlags::CONTIGUOUS) {
+        f |= KFD_IOC_ALLOC_MEM_FLAGS_CONTIGUOUS_BEST_EFFORT;
     }
     f
 }
@@ -1260,6 +1264,33 @@ impl Drop for LinuxPlatform {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The KFD flags of a request, as `kfd_ioctl.h` numbers them (ROCR 7's
+    /// `AllocateKfdMemory`): contiguous only for VRAM, public for host-visible VRAM,
+    /// executable and uncached as asked, writable unless read-only.
+    #[test]
+    fn kfd_flags_follow_the_request() {
+        let vram = kfd_alloc_flags_for(
+            KfdPlacement::Vram,
+            MemoryFlags::CONTIGUOUS | MemoryFlags::EXECUTABLE,
+        );
+        assert_eq!(
+            vram,
+            (1 << 0) | (1 << 23) | (1 << 28) | (1 << 30) | (1 << 31)
+        );
+        let gtt = kfd_alloc_flags_for(
+            KfdPlacement::Gtt,
+            MemoryFlags::CONTIGUOUS | MemoryFlags::FINE_GRAINED | MemoryFlags::READ_ONLY,
+        );
+        assert_eq!(gtt, (1 << 1) | (1 << 26) | (1 << 28));
+        let user = kfd_alloc_flags_for(
+            KfdPlacement::UserPtr,
+            MemoryFlags::HOST_ACCESS | MemoryFlags::UNCACHED | MemoryFlags::CONTIGUOUS,
+        );
+        assert_eq!(user, (1 << 2) | (1 << 25) | (1 << 28) | (1 << 31));
+        let public = kfd_alloc_flags_for(KfdPlacement::Vram, MemoryFlags::HOST_ACCESS);
+        assert_eq!(public, (1 << 0) | (1 << 28) | (1 << 29) | (1 << 31));
+    }
 
     /// A failed mapping names the errno once: its description and number, not also the
     /// `(os error N)` of rustix's Display.

@@ -141,6 +141,11 @@ pub const HSA_AMD_REGION_INFO_HOST_ACCESSIBLE: u32 = 0xA000;
 pub const HSA_AMD_REGION_INFO_BASE: u32 = 0xA001;
 pub const HSA_AMD_REGION_INFO_BUS_WIDTH: u32 = 0xA002;
 pub const HSA_AMD_REGION_INFO_MAX_CLOCK_FREQUENCY: u32 = 0xA003;
+/// `hsa_amd_memory_pool_flag_t` (ROCR 7.2.4's `hsa_ext_amd.h`; not in Debian's 5.2.3
+/// header): physically contiguous memory.
+pub const HSA_AMD_MEMORY_POOL_CONTIGUOUS_FLAG: u32 = 1 << 1;
+/// `hsa_amd_memory_pool_flag_t`: memory the agent may execute from.
+pub const HSA_AMD_MEMORY_POOL_EXECUTABLE_FLAG: u32 = 1 << 2;
 pub const HSA_AMD_MEMORY_POOL_INFO_SEGMENT: u32 = 0;
 pub const HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS: u32 = 1;
 pub const HSA_AMD_MEMORY_POOL_INFO_SIZE: u32 = 2;

@@ -11,6 +11,7 @@ use alloc::vec::Vec;
 use core::ffi::c_void;
 
 use hsa_core::memory::{AccessPermission, AgentAccess};
+use hsa_core::platform::MemoryFlags;
 use hsa_core::runtime::{AgentHandle, PoolHandle, RuntimePool};
 use hsa_core::{bail, Error, GpuVa, NodeId, Status};
 
@@ -303,11 +304,13 @@ pub unsafe extern "C" fn hsa_memory_allocate(
 ///
 /// `flags` (`hsa_amd_memory_pool_flag_t`) are taken as ROCR 7 takes them, which ignores bits
 /// it does not know: `PCIE` (fine grain per point-to-point link) and `UNCACHED` change
-/// nothing here (the pool's own coherence is what every allocation of it gets);
-/// `CONTIGUOUS` (physically contiguous) is not guaranteed; `EXECUTABLE` (HIP 7.2.4
-/// allocates its device-side code this way) is accepted: the emulated device does not enforce
-/// no-execute, while on `/dev/kfd` pool chunks are not allocated with
-/// `KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE` (not done yet, docs/rocm7-status.md).
+/// nothing here (the pool's own coherence is what every allocation of it gets).
+/// `EXECUTABLE` (1 << 2; HIP 7.2.4 allocates its device-side code this way) and, in a GPU's
+/// memory, `CONTIGUOUS` (1 << 1) give the allocation a chunk of its own made with
+/// `KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE` / `_CONTIGUOUS_BEST_EFFORT`, as ROCR 7 allocates such
+/// memory straight from the driver (`hsa_core::memory::MemoryPool::allocate_with_flags`);
+/// amdkfd before interface 1.16 refuses `CONTIGUOUS`, and that failure is returned, as ROCR 7
+/// returns it.
 ///
 /// # Safety
 /// `ptr` is NULL or a writable `void*`.
@@ -319,8 +322,19 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_allocate(
 ) -> HsaStatus {
     guard("hsa_amd_memory_pool_allocate", || {
         let st = state::state()?;
-        let _ = flags;
-        allocate_into(&st, memory_pool, size, ptr)?;
+        non_null(ptr, "ptr")?;
+        let mut extra = MemoryFlags::empty();
+        if flags & HSA_AMD_MEMORY_POOL_CONTIGUOUS_FLAG != 0 {
+            extra |= MemoryFlags::CONTIGUOUS;
+        }
+        if flags & HSA_AMD_MEMORY_POOL_EXECUTABLE_FLAG != 0 {
+            extra |= MemoryFlags::EXECUTABLE;
+        }
+        let a = st
+            .rt()
+            .allocate_with_flags(PoolHandle(memory_pool), size as u64, extra)?;
+        // SAFETY: `ptr` is non-NULL: the caller's `void*` slot.
+        unsafe { ptr.write(a.va.0 as *mut c_void) };
         Ok(Status::Success)
     })
 }

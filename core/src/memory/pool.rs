@@ -30,7 +30,7 @@ use crate::memory::region::{AccessPermission, AgentAccess, GlobalFlags, PoolInfo
 #[cfg(not(feature = "alloc"))]
 use crate::memory::suballoc::RANGE_CAPACITY;
 use crate::memory::suballoc::{RangeId, SubAllocError, SubAllocator, DEFAULT_CAPACITY};
-use crate::platform::{MemoryChunk, MemoryRequest, Platform};
+use crate::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform};
 use crate::status::{Error, Result, Status};
 
 /// The smallest chunk a pool asks the platform for, bytes (2 MiB: one large page).
@@ -103,6 +103,13 @@ struct Inner<const N: usize> {
     #[cfg(not(feature = "alloc"))]
     chunks: heapless::Vec<Option<MemoryChunk>, RANGE_CAPACITY>,
     cached_empty: Option<RangeId>,
+    /// Ranges of chunks made for one allocation with extra flags
+    /// ([`MemoryPool::allocate_with_flags`]): given back when that allocation is freed,
+    /// never cached, never used for another allocation.
+    #[cfg(feature = "alloc")]
+    dedicated: Vec<RangeId>,
+    #[cfg(not(feature = "alloc"))]
+    dedicated: heapless::Vec<RangeId, RANGE_CAPACITY>,
     reserved_bytes: u64,
     /// Bytes being requested from the platform by threads outside the lock.
     pending_bytes: u64,
@@ -204,6 +211,10 @@ where
                 #[cfg(not(feature = "alloc"))]
                 chunks: heapless::Vec::new(),
                 cached_empty: None,
+                #[cfg(feature = "alloc")]
+                dedicated: Vec::new(),
+                #[cfg(not(feature = "alloc"))]
+                dedicated: heapless::Vec::new(),
                 reserved_bytes: 0,
                 pending_bytes: 0,
             }),
@@ -240,6 +251,147 @@ where
     /// As [`allocate`](Self::allocate); also `Status::InvalidArgument` when `align_bytes` is
     /// not a power of two.
     pub fn allocate_aligned(&self, size_bytes: u64, align_bytes: u64) -> Result<Allocation> {
+        let size = self.checked_size(size_bytes)?;
+        if !align_bytes.is_power_of_two() {
+            return Err(Error::lazy(
+                Status::InvalidArgument,
+                [align_bytes],
+                |&[align_bytes, ..], f| {
+                    write!(f, "align_bytes is {align_bytes}; must be a power of two")
+                },
+            ));
+        }
+        let align = align_bytes.max(self.alignment_bytes);
+        self.allocate_checked(size_bytes, size, align)
+    }
+
+    /// Allocates `size_bytes` with `extra` chunk flags (`hsa_amd_memory_pool_allocate`'s
+    /// `HSA_AMD_MEMORY_POOL_EXECUTABLE_FLAG` and `HSA_AMD_MEMORY_POOL_CONTIGUOUS_FLAG`):
+    /// [`MemoryFlags::EXECUTABLE`] and, in device-local memory, [`MemoryFlags::CONTIGUOUS`].
+    /// As ROCR 7, which takes such an allocation straight from the driver (its fragment
+    /// allocator serves ordinary memory only), the allocation gets a chunk of its own with the
+    /// pool's flags plus `extra`, sized to whole pages and used whole; freeing it gives the
+    /// chunk back at once. Other flags in `extra` are ignored; with none left, this is
+    /// [`allocate`](Self::allocate).
+    ///
+    /// # Errors
+    /// As [`allocate`](Self::allocate); the platform's status when it cannot make the chunk
+    /// (amdkfd before interface 1.16 refuses `CONTIGUOUS`: ROCR 7 returns that failure too).
+    pub fn allocate_with_flags(&self, size_bytes: u64, extra: MemoryFlags) -> Result<Allocation> {
+        let mut extra = extra & (MemoryFlags::EXECUTABLE | MemoryFlags::CONTIGUOUS);
+        if self.info.memory_kind != MemoryKind::DeviceLocal {
+            extra.remove(MemoryFlags::CONTIGUOUS);
+        }
+        if extra.is_empty() {
+            return self.allocate(size_bytes);
+        }
+        let size = self.checked_size(size_bytes)?;
+        let bytes = round_up(size, self.chunk_unit_bytes).ok_or_else(|| {
+            Error::lazy(Status::OutOfResources, [size], |&[size, ..], f| {
+                write!(f, "size {size} too large")
+            })
+        })?;
+        {
+            let mut inner = self.inner.lock();
+            let committed = inner.reserved_bytes + inner.pending_bytes;
+            if bytes > self.info.size_bytes.saturating_sub(committed) {
+                return Err(Error::lazy(
+                    Status::OutOfResources,
+                    [self.info.size_bytes, committed, bytes],
+                    |&[pool, committed, bytes, ..], f| {
+                        write!(
+                            f,
+                            "pool of {pool} bytes has {committed} reserved; {bytes} more \
+                             needed for a chunk of its own"
+                        )
+                    },
+                ));
+            }
+            inner.pending_bytes += bytes;
+        }
+        let request = MemoryRequest {
+            node: self.info.owner,
+            kind: self.info.memory_kind,
+            size_bytes: bytes,
+            align_bytes: self.alignment_bytes.max(PAGE_BYTES),
+            flags: self.info.chunk_flags | extra,
+        };
+        let got = self.platform.allocate_memory(&request);
+        let mut inner = self.inner.lock();
+        inner.pending_bytes -= bytes;
+        let chunk = got.map_err(|e| e.context("allocating a chunk of its own"))?;
+        // The whole chunk becomes the allocation under the one lock, so no other allocation
+        // ever lands in it.
+        let placed = Self::place_dedicated(&mut inner, &chunk, request.align_bytes);
+        match placed {
+            Ok(a) => Ok(a),
+            Err(e) => {
+                drop(inner);
+                let _ = self.release(&chunk);
+                Err(e)
+            }
+        }
+    }
+
+    /// Adds `chunk` as a dedicated range and allocates all of it. On error nothing of it is
+    /// left in the tables (the caller gives the chunk back).
+    fn place_dedicated(
+        inner: &mut Inner<N>,
+        chunk: &MemoryChunk,
+        align: u64,
+    ) -> Result<Allocation> {
+        let bad = |e: SubAllocError| {
+            Error::lazy(
+                Status::OutOfResources,
+                [chunk.gpu_va.get(), chunk.size_bytes, e as u64],
+                |&[va, size, e, ..], f| {
+                    write!(f, "cannot use chunk at {} of {size} bytes: ", GpuVa(va))?;
+                    show_suballoc_error(e, f)
+                },
+            )
+        };
+        if !chunk.gpu_va.is_aligned(align) {
+            return Err(bad(SubAllocError::BadArgument));
+        }
+        let range = inner
+            .sub
+            .add_range(chunk.gpu_va.get(), chunk.size_bytes)
+            .map_err(bad)?;
+        let grant = match inner.sub.allocate(chunk.size_bytes, align, Meta::default()) {
+            Ok(g) => g,
+            Err(e) => {
+                let _ = inner.sub.remove_range(range);
+                return Err(bad(e));
+            }
+        };
+        let undo = |inner: &mut Inner<N>, e: Error| {
+            let _ = inner.sub.free(grant.addr);
+            let _ = inner.sub.remove_range(range);
+            let _ = inner.set_chunk(range, None);
+            e
+        };
+        if let Err(e) = inner.set_chunk(range, Some(*chunk)) {
+            return Err(undo(inner, e));
+        }
+        #[cfg(feature = "alloc")]
+        inner.dedicated.push(range);
+        #[cfg(not(feature = "alloc"))]
+        if inner.dedicated.push(range).is_err() {
+            let e = crate::error!(
+                Status::OutOfResources,
+                "pool holds {RANGE_CAPACITY} chunks already"
+            );
+            return Err(undo(inner, e));
+        }
+        inner.reserved_bytes += chunk.size_bytes;
+        Ok(allocation_in(chunk, grant.addr, grant.size))
+    }
+
+    /// `size_bytes` rounded up to the granule, after the checks every allocation makes.
+    ///
+    /// # Errors
+    /// As [`allocate`](Self::allocate).
+    fn checked_size(&self, size_bytes: u64) -> Result<u64> {
         if !self.info.runtime_alloc_allowed {
             return Err(Error::lazy(
                 Status::InvalidAllocation,
@@ -275,17 +427,7 @@ where
                 },
             ));
         }
-        if !align_bytes.is_power_of_two() {
-            return Err(Error::lazy(
-                Status::InvalidArgument,
-                [align_bytes],
-                |&[align_bytes, ..], f| {
-                    write!(f, "align_bytes is {align_bytes}; must be a power of two")
-                },
-            ));
-        }
-        let align = align_bytes.max(self.alignment_bytes);
-        let size = round_up(size_bytes, self.info.alloc_granule_bytes).ok_or_else(|| {
+        round_up(size_bytes, self.info.alloc_granule_bytes).ok_or_else(|| {
             Error::lazy(
                 Status::InvalidAllocation,
                 [size_bytes],
@@ -296,8 +438,12 @@ where
                     )
                 },
             )
-        })?;
+        })
+    }
 
+    /// Allocates `size` bytes (granule-rounded `size_bytes`) at `align` from the pool's
+    /// chunks, growing the pool when none has room.
+    fn allocate_checked(&self, size_bytes: u64, size: u64, align: u64) -> Result<Allocation> {
         // A bounded number of rounds: another thread may take a chunk we added.
         for _ in 0..4 {
             let chunk_bytes = {
@@ -489,14 +635,19 @@ where
             let small = inner
                 .chunk(freed.range)
                 .is_some_and(|c| c.size_bytes <= DEFAULT_CHUNK_BYTES);
+            let dedicated = inner.dedicated.iter().position(|&r| r == freed.range);
             if !freed.range_empty {
                 None
             } else if small
+                && dedicated.is_none()
                 && (inner.cached_empty.is_none() || inner.cached_empty == Some(freed.range))
             {
                 inner.cached_empty = Some(freed.range);
                 None
             } else {
+                if let Some(i) = dedicated {
+                    inner.dedicated.swap_remove(i);
+                }
                 let chunk = inner.chunk(freed.range);
                 match (chunk, inner.sub.remove_range(freed.range)) {
                     (Some(chunk), Ok(_)) => {
@@ -907,6 +1058,85 @@ mod tests {
             .unwrap();
         i.set_access(NodeId(2), AgentAccess::NeverAllowed).unwrap();
         i
+    }
+
+    /// EXECUTABLE and, in device-local memory, CONTIGUOUS allocations get a chunk of their own
+    /// with those flags, used whole (no other allocation lands in it) and given back on free;
+    /// in system memory CONTIGUOUS is dropped; no flag left is an ordinary allocation.
+    #[test]
+    fn flagged_allocations_get_a_chunk_of_their_own() {
+        let p = platform(FakeMemory::Host, 64 * MIB);
+        let pool: TestPool<'_> = MemoryPool::new(&p, coarse_device(32 * MIB)).unwrap();
+        let plain = pool.allocate(100).unwrap();
+        assert_eq!(p.live_chunks().len(), 1);
+        let x = pool
+            .allocate_with_flags(5000, MemoryFlags::EXECUTABLE | MemoryFlags::CONTIGUOUS)
+            .unwrap();
+        let req = p.last_memory_request().unwrap();
+        assert_eq!(req.flags, MemoryFlags::EXECUTABLE | MemoryFlags::CONTIGUOUS);
+        assert_eq!((req.size_bytes, req.kind), (8192, MemoryKind::DeviceLocal));
+        assert_eq!(x.size_bytes, 8192, "the whole chunk, in pages");
+        assert_eq!(p.live_chunks().len(), 2);
+        assert_eq!(pool.stats().reserved_bytes, DEFAULT_CHUNK_BYTES + 8192);
+        assert_eq!(
+            pool.pointer_info(GpuVa(x.va.get() + 8191))
+                .unwrap()
+                .allocation,
+            x
+        );
+        // Ordinary allocations keep to the ordinary chunk.
+        for _ in 0..8 {
+            let a = pool.allocate(4096).unwrap();
+            assert!(a.va.get() + a.size_bytes <= x.va.get() || a.va.get() >= x.va.get() + 8192);
+        }
+        pool.free(x.va).unwrap();
+        assert_eq!(p.live_chunks().len(), 1, "a flagged chunk is not cached");
+        assert_eq!(pool.stats().reserved_bytes, DEFAULT_CHUNK_BYTES);
+        assert_eq!(
+            pool.free(x.va).unwrap_err().status(),
+            Status::InvalidArgument
+        );
+        pool.free(plain.va).unwrap();
+        // Read-only and other flags are not the caller's to add: an ordinary allocation.
+        let chunks_made = p.allocation_count();
+        let y = pool
+            .allocate_with_flags(64, MemoryFlags::READ_ONLY)
+            .unwrap();
+        assert_eq!(p.live_chunks().len(), 1);
+        assert_eq!(p.allocation_count(), chunks_made, "no chunk of its own");
+        pool.free(y.va).unwrap();
+        // The checks of every allocation come first.
+        let e = pool
+            .allocate_with_flags(0, MemoryFlags::EXECUTABLE)
+            .unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        let e = pool
+            .allocate_with_flags(64 * MIB, MemoryFlags::EXECUTABLE)
+            .unwrap_err();
+        assert_eq!(
+            e.status(),
+            Status::InvalidAllocation,
+            "above the pool's maximum"
+        );
+        // Within the maximum, beyond what the pool may still reserve beside its chunk.
+        let e = pool
+            .allocate_with_flags(31 * MIB, MemoryFlags::EXECUTABLE)
+            .unwrap_err();
+        assert_eq!(e.status(), Status::OutOfResources);
+        assert!(e.detail().to_string().contains("a chunk of its own"), "{e}");
+        drop(pool);
+
+        let sys: TestPool<'_> = MemoryPool::new(&p, fine(16 * MIB)).unwrap();
+        let z = sys
+            .allocate_with_flags(100, MemoryFlags::CONTIGUOUS | MemoryFlags::EXECUTABLE)
+            .unwrap();
+        assert_eq!(
+            p.last_memory_request().unwrap().flags,
+            MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED | MemoryFlags::EXECUTABLE
+        );
+        assert_eq!(z.size_bytes, 4096);
+        sys.free(z.va).unwrap();
+        assert_eq!(p.live_chunks().len(), 0);
     }
 
     #[test]

@@ -352,9 +352,24 @@ impl<H: PlatformRef> Runtime<H> {
     /// pool that does not allow runtime allocation or a size beyond its maximum;
     /// `Status::InvalidArgument` for size 0; `Status::OutOfResources` when there is no room.
     pub fn allocate(&self, handle: PoolHandle, size_bytes: u64) -> Result<Allocation> {
+        self.allocate_with_flags(handle, size_bytes, MemoryFlags::empty())
+    }
+
+    /// [`allocate`](Self::allocate) with chunk flags beyond the pool's
+    /// ([`MemoryPool::allocate_with_flags`]: `EXECUTABLE`, and `CONTIGUOUS` in device-local
+    /// memory, each in a chunk of its own; the flags of `hsa_amd_memory_pool_allocate`).
+    ///
+    /// # Errors
+    /// As [`allocate`](Self::allocate); the platform's status when it cannot make the chunk.
+    pub fn allocate_with_flags(
+        &self,
+        handle: PoolHandle,
+        size_bytes: u64,
+        extra: MemoryFlags,
+    ) -> Result<Allocation> {
         let pool = self.pool(handle)?;
         match &pool.pool {
-            Some(p) => p.allocate(size_bytes),
+            Some(p) => p.allocate_with_flags(size_bytes, extra),
             None => crate::bail!(
                 Status::InvalidAllocation,
                 "pool {:#x} ({:?} segment) does not allow runtime allocation",

@@ -885,6 +885,9 @@ pub const KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM: u32 = 1 << 27;
 pub const KFD_IOC_ALLOC_MEM_FLAGS_COHERENT: u32 = 1 << 26;
 /// Attribute: uncached.
 pub const KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED: u32 = 1 << 25;
+/// Attribute: physically contiguous VRAM, best effort (interface 1.16; named
+/// `KFD_IOC_ALLOC_MEM_FLAGS_CONTIGUOUS` in later headers; newer than Debian 12's).
+pub const KFD_IOC_ALLOC_MEM_FLAGS_CONTIGUOUS_BEST_EFFORT: u32 = 1 << 23;
 
 /// `RUNTIME_ENABLE` mode: enable the runtime (for debugging), otherwise disable.
 pub const KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK: u32 = 1;
