@@ -142,7 +142,7 @@ impl<H: PlatformRef> Signal<H> {
 
     /// Whether a host-side change of this signal orders its value store before its read of
     /// the waiter count with a compiler fence alone, a waiter that blocks paying with the
-    /// platform's process-wide barrier ([`Platform::process_barrier`](crate::platform::Platform::process_barrier));
+    /// platform's process-wide barrier ([`Platform::process_barrier`]);
     /// `false`: both sides use a `SeqCst` fence.
     pub fn uses_process_barrier(&self) -> bool {
         self.waiters.uses_process_barrier()
