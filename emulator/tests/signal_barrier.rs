@@ -85,3 +85,35 @@ fn linux_signals_use_the_process_barrier_and_blocked_waiters_still_wake() {
         "(round, value seen, wait time) of a wait that missed its store's wake-up"
     );
 }
+
+/// A forked child can use the barrier it inherited: the expedited command works there after
+/// the barrier ran (this kernel carries the registration across fork; where one did not, the
+/// barrier registers the child on first use). The child runs only system calls before
+/// `_exit`.
+#[test]
+fn the_process_barrier_works_in_a_forked_child() {
+    use rustix::thread::{membarrier, MembarrierCommand};
+    let plat = platform();
+    let barrier = plat.process_barrier().expect("membarrier");
+    barrier();
+    // SAFETY: the child calls only async-signal-safe functions (system calls through rustix,
+    // no allocation, no lock) and leaves with `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        barrier();
+        let code = i32::from(membarrier(MembarrierCommand::PrivateExpedited).is_err());
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: `pid` is this test's child; `status` is a writable int.
+    let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert_eq!(waited, pid);
+    assert!(libc::WIFEXITED(status), "child status {status:#x}");
+    assert_eq!(
+        libc::WEXITSTATUS(status),
+        0,
+        "the child is not registered for the expedited barrier after using it"
+    );
+}

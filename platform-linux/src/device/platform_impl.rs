@@ -948,12 +948,21 @@ fn process_barrier() -> Option<fn()> {
     registered.then_some(expedited_barrier as fn())
 }
 
-/// One process-wide barrier. After a successful registration the expedited command does not
-/// fail; if it ever did, the global command (slower: it waits for an RCU grace period) gives
-/// the same guarantee; a waiter must not go on without one.
+/// One process-wide barrier. The registration belongs to the address space; a kernel that
+/// did not carry it into a forked child (which inherited the answer above) makes the
+/// expedited command fail there, and the child registers and tries once more (Linux 6.18
+/// carries it: `emulator/tests/signal_barrier.rs`). Should that fail too, the global
+/// command (slower: it waits for an RCU grace period, and needs no registration) gives the
+/// same guarantee; a waiter must not go on without one.
 fn expedited_barrier() {
     use rustix::thread::{membarrier, MembarrierCommand};
-    if membarrier(MembarrierCommand::PrivateExpedited).is_err() {
-        let _ = membarrier(MembarrierCommand::Global);
+    if membarrier(MembarrierCommand::PrivateExpedited).is_ok() {
+        return;
     }
+    if membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok()
+        && membarrier(MembarrierCommand::PrivateExpedited).is_ok()
+    {
+        return;
+    }
+    let _ = membarrier(MembarrierCommand::Global);
 }
