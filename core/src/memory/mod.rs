@@ -8,7 +8,8 @@
 //!   ownership and reports totals; it grows with platform chunks and gives empty ones back.
 //! - [`SubAllocator`] is a pure TLSF allocator over `u64` addresses whose bookkeeping lives
 //!   entirely outside the managed memory, so device memory the CPU cannot map is managed the
-//!   same as host memory. O(1) allocate, O(1)/O(log n) free.
+//!   same as host memory. O(1) allocate; free finds its block in O(1) (a hash map without
+//!   `alloc`) or through the range's directory (with it: the blocks starting in one granule).
 //! - [`raw`] holds the module's only `unsafe`: host copies and chunk release.
 //!
 //! Ref: HSA Runtime 1.2 §2.8 (regions, `hsa_memory_*`); `hsa_ext_amd.h` memory pools.

@@ -9,7 +9,10 @@
 //! does). Every chunk left is given back when the pool drops.
 //!
 //! All methods take `&self`: state sits behind a `spin::Mutex` held only for the
-//! sub-allocator's O(1)/O(log n) bookkeeping, never across a platform call.
+//! sub-allocator's bookkeeping, never across a platform call.
+//!
+//! An allocation with chunk flags beyond the pool's ([`MemoryPool::allocate_with_flags`]:
+//! executable, contiguous) gets a chunk of its own, used whole and given back on free.
 //!
 //! Errors follow `hsa.h` (`hsa_memory_allocate`) and `hsa_ext_amd.h`
 //! (`hsa_amd_memory_pool_allocate`), which agree: size 0 → `INVALID_ARGUMENT`; a pool without
