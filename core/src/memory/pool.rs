@@ -39,6 +39,10 @@ use crate::status::{Error, Result, Status};
 /// The smallest chunk a pool asks the platform for, bytes (2 MiB: one large page).
 pub const DEFAULT_CHUNK_BYTES: u64 = 2 << 20;
 
+/// The chunk flags that give an allocation a chunk of its own
+/// ([`MemoryPool::allocate_with_flags`]).
+const DEDICATED_FLAGS: MemoryFlags = MemoryFlags::EXECUTABLE.union(MemoryFlags::CONTIGUOUS);
+
 /// Page size the platform works in, bytes (`MemoryRequest` sizes and alignments).
 const PAGE_BYTES: u64 = 4096;
 
@@ -119,6 +123,11 @@ struct Inner<const N: usize> {
 }
 
 impl<const N: usize> Inner<N> {
+    /// Bytes the pool holds or is asking the platform for: what counts against its size.
+    fn committed_bytes(&self) -> u64 {
+        self.reserved_bytes + self.pending_bytes
+    }
+
     fn chunk(&self, range: RangeId) -> Option<MemoryChunk> {
         self.chunks.get(range.0 as usize).copied().flatten()
     }
@@ -281,7 +290,7 @@ where
     /// As [`allocate`](Self::allocate); the platform's status when it cannot make the chunk
     /// (amdkfd before interface 1.16 refuses `CONTIGUOUS`: ROCR 7 returns that failure too).
     pub fn allocate_with_flags(&self, size_bytes: u64, extra: MemoryFlags) -> Result<Allocation> {
-        let mut extra = extra & (MemoryFlags::EXECUTABLE | MemoryFlags::CONTIGUOUS);
+        let mut extra = extra & DEDICATED_FLAGS;
         if self.info.memory_kind != MemoryKind::DeviceLocal {
             extra.remove(MemoryFlags::CONTIGUOUS);
         }
@@ -296,7 +305,7 @@ where
         })?;
         {
             let mut inner = self.inner.lock();
-            let committed = inner.reserved_bytes + inner.pending_bytes;
+            let committed = inner.committed_bytes();
             if bytes > self.info.size_bytes.saturating_sub(committed) {
                 return Err(Error::lazy(
                     Status::OutOfResources,
@@ -522,7 +531,7 @@ where
     /// Bytes of the next chunk to request for `size` at `align`; reserves them in
     /// `pending_bytes`. Called with the lock held.
     fn growth_bytes(&self, inner: &mut Inner<N>, size: u64, align: u64) -> Result<u64> {
-        let committed = inner.reserved_bytes + inner.pending_bytes;
+        let committed = inner.committed_bytes();
         let room = self.info.size_bytes.saturating_sub(committed);
         // The chunk is aligned to `align` (see `grow`), so the allocation fits at its start.
         let need = round_up(size, self.chunk_unit_bytes).ok_or_else(|| {
@@ -1127,7 +1136,33 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.status(), Status::OutOfResources);
         assert!(e.detail().to_string().contains("a chunk of its own"), "{e}");
+        // Exactly the room left (32 MiB less the ordinary chunk), after a flagged chunk came
+        // and went: nothing of it is still counted.
+        let f = pool
+            .allocate_with_flags(8 * MIB, MemoryFlags::EXECUTABLE)
+            .unwrap();
+        pool.free(f.va).unwrap();
+        let room = 32 * MIB - DEFAULT_CHUNK_BYTES;
+        let all = pool
+            .allocate_with_flags(room, MemoryFlags::EXECUTABLE)
+            .unwrap();
+        assert_eq!(all.size_bytes, room);
+        pool.free(all.va).unwrap();
         drop(pool);
+
+        // Extra flags add to the pool's own, even one it has already.
+        let mut exec_info = coarse_device(32 * MIB);
+        exec_info.chunk_flags = MemoryFlags::EXECUTABLE;
+        let exec: TestPool<'_> = MemoryPool::new(&p, exec_info).unwrap();
+        let g = exec
+            .allocate_with_flags(64, MemoryFlags::EXECUTABLE)
+            .unwrap();
+        assert_eq!(
+            p.last_memory_request().unwrap().flags,
+            MemoryFlags::EXECUTABLE
+        );
+        exec.free(g.va).unwrap();
+        drop(exec);
 
         let sys: TestPool<'_> = MemoryPool::new(&p, fine(16 * MIB)).unwrap();
         let z = sys
