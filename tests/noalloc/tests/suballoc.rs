@@ -152,6 +152,13 @@ fn find_in_the_fixed_index_answers_interior_bytes_only() {
     assert_eq!(at(0x13ff), None, "freed");
     assert_eq!(at(0x1800), None, "one past the last allocation");
     assert_eq!(at(u64::MAX), None);
+    // `get` and `set_data` take a base only, through the hash index.
+    assert_eq!(sa.get(0x1200).map(|f| (f.addr, f.data)), Some((0x1200, 2)));
+    assert_eq!(sa.get(0x1201), None, "interior byte");
+    assert_eq!(sa.get(0x1300), None, "freed");
+    assert_eq!(sa.set_data(0x1700, 70), Ok(7));
+    assert_eq!(sa.get(0x1700).map(|f| f.data), Some(70));
+    assert_eq!(sa.set_data(0x1300, 1), Err(SubAllocError::NotAllocated));
 }
 
 #[derive(Clone, Debug)]
