@@ -537,7 +537,9 @@ mod tests {
         let seen = s.wait(
             SignalCondition::Eq,
             7,
-            plat.wait_spin_ns() + 2_000_000,
+            // Long enough under miri for the first clock read after the spin to come
+            // before the timeout (see blocked_wait_registers_while_it_may_block).
+            plat.wait_spin_ns() + if cfg!(miri) { 500_000_000 } else { 2_000_000 },
             WaitState::Blocked,
             LoadOrder::Acquire,
         );
@@ -606,11 +608,15 @@ mod tests {
             1
         );
         assert_eq!(waiters.count(), 0);
-        // Timed out past the spin: registered while blocked, unregistered after.
+        // Timed out past the spin: registered while blocked, unregistered after. The timeout
+        // must outlast the spin as the wait's clock sees it: under miri, on a loaded machine,
+        // the first clock read after the 20 us spin came after 5 ms, and the wait returned
+        // at that read without blocking (a CI run of 2026-12-07).
+        let timeout_ns = if cfg!(miri) { 500_000_000 } else { 5_000_000 };
         let v = s.wait(
             SignalCondition::Eq,
             0,
-            5_000_000,
+            timeout_ns,
             WaitState::Blocked,
             LoadOrder::Acquire,
         );
