@@ -159,6 +159,15 @@ fn find_in_the_fixed_index_answers_interior_bytes_only() {
     assert_eq!(sa.set_data(0x1700, 70), Ok(7));
     assert_eq!(sa.get(0x1700).map(|f| f.data), Some(70));
     assert_eq!(sa.set_data(0x1300, 1), Err(SubAllocError::NotAllocated));
+    // Every live allocation, from the fixed index.
+    let mut listed: std::vec::Vec<(u64, u64, u32)> =
+        sa.allocations().map(|(a, s, r)| (a, s, r.0)).collect();
+    listed.sort_unstable();
+    let want: std::vec::Vec<(u64, u64, u32)> = (0..8u64)
+        .filter(|&i| i != 3)
+        .map(|i| (0x1000 + 0x100 * i, 0x100, 0))
+        .collect();
+    assert_eq!(listed, want);
 }
 
 #[derive(Clone, Debug)]
