@@ -696,10 +696,12 @@ mod tests {
         );
         assert_eq!(v, 3);
         let i = pool.create_interrupt(3).unwrap();
+        // Under miri the first clock read after the spin can come 5 ms late: the timeout must
+        // outlast it or the wait ends without blocking.
         let v = i.wait(
             SignalCondition::Lt,
             3,
-            5_000_000,
+            if cfg!(miri) { 500_000_000 } else { 5_000_000 },
             WaitState::Blocked,
             LoadOrder::Relaxed,
         );
