@@ -94,8 +94,10 @@ pub(crate) const T_GFX906: u8 = 8;
 pub(crate) const T_GFX908: u8 = 16;
 /// Target bit: gfx904.
 pub(crate) const T_GFX904: u8 = 32;
-/// All six targets.
-pub(crate) const T_ALL: u8 = 63;
+/// Target bit: gfx950.
+pub(crate) const T_GFX950: u8 = 64;
+/// All seven targets.
+pub(crate) const T_ALL: u8 = 127;
 
 /// Flag: VOP2 with a carry-out in VCC (VOP3b when promoted).
 pub(crate) const F_CO: u8 = 1;

@@ -67,7 +67,7 @@ impl L2Action {
     /// alone (`buffer_wbinvl1*`, gfx942's `buffer_inv sc0`/`buffer_wbl2 sc0`, work-group
     /// scope).
     pub fn of(op: Op, target: Gfx9Target, sc1: bool) -> Option<L2Action> {
-        let gfx942 = target == Gfx9Target::Gfx942;
+        let gfx942 = target.is_gfx940();
         match op {
             Op::BufferWbl2 if sc1 || !gfx942 => Some(L2Action::WriteBack),
             Op::BufferInvl2 => Some(L2Action::Invalidate),

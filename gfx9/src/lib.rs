@@ -82,6 +82,15 @@ pub enum Gfx9Target {
     /// what the compiler emits (every store with `sc0 sc1`, AMDGPUUsage's memory model for
     /// them), which this model runs as written.
     Gfx942,
+    /// gfx950 (MI350, CDNA4): gfx942's instruction set without the xf32 MFMAs,
+    /// `buffer_wbinvl1*` and `buffer_store_lds_dword`, plus CDNA4's (AMD's "CDNA4 ISA"
+    /// guide; LLVM's FeatureGFX950Insts): the larger f16/bf16/i8 MFMAs and SMFMACs, the
+    /// f8f6f4 and scaled MFMAs, the scaled FP8/FP6/FP4 conversions, `v_prng_b32`,
+    /// `v_permlane16/32_swap_b32`, `v_bitop3_*`, the transposing LDS reads and the wider
+    /// loads to LDS. The decoder and disassembler know every instruction LLVM 22 decodes for
+    /// it except those `testdata/gfx9_census/gfx950_gaps.txt` lists; what the interpreter
+    /// does not run yet stops with an illegal-instruction error naming it.
+    Gfx950,
 }
 
 impl Gfx9Target {
@@ -98,6 +107,7 @@ impl Gfx9Target {
             "gfx908" => Gfx9Target::Gfx908,
             "gfx90a" => Gfx9Target::Gfx90a,
             "gfx940" | "gfx941" | "gfx942" => Gfx9Target::Gfx942,
+            "gfx950" => Gfx9Target::Gfx950,
             _ => return None,
         })
     }
@@ -112,6 +122,7 @@ impl Gfx9Target {
             Gfx9Target::Gfx908 => Processor::GFX908,
             Gfx9Target::Gfx90a => Processor::GFX90A,
             Gfx9Target::Gfx942 => Processor::GFX942,
+            Gfx9Target::Gfx950 => Processor::GFX950,
         }
     }
 
@@ -121,10 +132,13 @@ impl Gfx9Target {
     }
 
     /// VGPRs per unit of `COMPUTE_PGM_RSRC1.VGPRS` (AMDGPUUsage "compute_pgm_rsrc1",
-    /// GRANULATED_WORKITEM_VGPR_COUNT): 8 on gfx90a and gfx942 (the unified VGPR and AGPR
-    /// file), 4 before.
+    /// GRANULATED_WORKITEM_VGPR_COUNT): 8 on gfx90a, gfx942 and gfx950 (the unified VGPR and
+    /// AGPR file), 4 before.
     pub const fn vgpr_granule(self) -> usize {
-        if matches!(self, Gfx9Target::Gfx90a | Gfx9Target::Gfx942) {
+        if matches!(
+            self,
+            Gfx9Target::Gfx90a | Gfx9Target::Gfx942 | Gfx9Target::Gfx950
+        ) {
             8
         } else {
             4
@@ -132,23 +146,29 @@ impl Gfx9Target {
     }
 
     /// Whether work-item ids are packed into v0 (bits 0..9 x, 10..19 y, 20..29 z):
-    /// gfx90a and gfx942 (AMDGPUUsage "Initial Kernel Execution State").
+    /// gfx90a, gfx942 and gfx950 (AMDGPUUsage "Initial Kernel Execution State").
     pub const fn packed_workitem_ids(self) -> bool {
-        matches!(self, Gfx9Target::Gfx90a | Gfx9Target::Gfx942)
+        matches!(
+            self,
+            Gfx9Target::Gfx90a | Gfx9Target::Gfx942 | Gfx9Target::Gfx950
+        )
     }
 
-    /// Whether waves have AGPRs (accumulation registers): gfx908, gfx90a, gfx942.
+    /// Whether waves have AGPRs (accumulation registers): gfx908, gfx90a, gfx942, gfx950.
     pub const fn has_agprs(self) -> bool {
         matches!(
             self,
-            Gfx9Target::Gfx908 | Gfx9Target::Gfx90a | Gfx9Target::Gfx942
+            Gfx9Target::Gfx908 | Gfx9Target::Gfx90a | Gfx9Target::Gfx942 | Gfx9Target::Gfx950
         )
     }
 
     /// Whether DS, FLAT and MUBUF instructions can name AGPRs as data (the `acc` bit) and
-    /// carry a third cache bit (gfx90a `scc`, gfx940 `sc1`): gfx90a and gfx942.
+    /// carry a third cache bit (gfx90a `scc`, gfx940 `sc1`): gfx90a, gfx942 and gfx950.
     pub const fn has_acc_memory_operands(self) -> bool {
-        matches!(self, Gfx9Target::Gfx90a | Gfx9Target::Gfx942)
+        matches!(
+            self,
+            Gfx9Target::Gfx90a | Gfx9Target::Gfx942 | Gfx9Target::Gfx950
+        )
     }
 
     /// Whether the hardware initializes FLAT_SCRATCH to the wave's scratch ("architected
@@ -160,9 +180,9 @@ impl Gfx9Target {
 
     /// Whether this is a gfx940-family model (LLVM's GFX940 subtarget features: the
     /// `sc0`/`sc1`/`nt` cache bits, architected flat scratch, the FP8 instructions, the renamed
-    /// MFMAs and the gfx940 hardware registers).
+    /// MFMAs and the gfx940 hardware registers): gfx942 and gfx950.
     pub const fn is_gfx940(self) -> bool {
-        matches!(self, Gfx9Target::Gfx942)
+        matches!(self, Gfx9Target::Gfx942 | Gfx9Target::Gfx950)
     }
 
     /// The target's bit in the opcode table's target masks.
@@ -174,6 +194,7 @@ impl Gfx9Target {
             Gfx9Target::Gfx908 => decode::T_GFX908,
             Gfx9Target::Gfx90a => decode::T_GFX90A,
             Gfx9Target::Gfx942 => decode::T_GFX942,
+            Gfx9Target::Gfx950 => decode::T_GFX950,
         }
     }
 }
@@ -195,8 +216,10 @@ mod tests {
         for v in ["gfx940", "gfx941", "gfx942"] {
             assert_eq!(of(v), Some(Gfx9Target::Gfx942), "{v}");
         }
-        // Not modelled (yet): gfx950, the gfx9-4 generic target (LLVM 20), gfx10+.
-        for v in ["gfx950", "gfx9-4-generic", "gfx1030"] {
+        assert_eq!(of("gfx950"), Some(Gfx9Target::Gfx950));
+        // Not modelled here: the gfx9-4 generic target (the loader runs its code objects as
+        // the agent's processor), gfx10+.
+        for v in ["gfx9-4-generic", "gfx1030"] {
             assert_eq!(of(v), None, "{v}");
         }
         // Feature differences (AMDGPUUsage): AGPRs from gfx908, packed work-item ids and AGPR
@@ -208,13 +231,18 @@ mod tests {
             Gfx9Target::Gfx908,
             Gfx9Target::Gfx90a,
             Gfx9Target::Gfx942,
+            Gfx9Target::Gfx950,
         ];
         let agprs: Vec<bool> = t.iter().map(|t| t.has_agprs()).collect();
-        assert_eq!(agprs, [false, false, false, true, true, true]);
+        assert_eq!(agprs, [false, false, false, true, true, true, true]);
         let packed: Vec<bool> = t.iter().map(|t| t.packed_workitem_ids()).collect();
-        assert_eq!(packed, [false, false, false, false, true, true]);
+        assert_eq!(packed, [false, false, false, false, true, true, true]);
         let arch: Vec<bool> = t.iter().map(|t| t.architected_flat_scratch()).collect();
-        assert_eq!(arch, [false, false, false, false, false, true]);
+        assert_eq!(arch, [false, false, false, false, false, true, true]);
+        let granule: Vec<usize> = t.iter().map(|t| t.vgpr_granule()).collect();
+        assert_eq!(granule, [4, 4, 4, 4, 8, 8, 8]);
+        let acc: Vec<bool> = t.iter().map(|t| t.has_acc_memory_operands()).collect();
+        assert_eq!(acc, [false, false, false, false, true, true, true]);
         assert_eq!(Gfx9Target::Gfx908.name(), "gfx908");
     }
 }

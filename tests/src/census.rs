@@ -370,3 +370,7 @@ pub const PROCESSORS: [(&str, Gfx9Target); 11] = [
     ("gfx941", Gfx9Target::Gfx942),
     ("gfx942", Gfx9Target::Gfx942),
 ];
+
+/// The processors LLVM 19 does not know, censused against LLVM 22's llvm-mc
+/// ([`llvm_diff::LLVM22_PROCESSORS`]): gfx950.
+pub const LLVM22_PROCESSORS: [(&str, Gfx9Target); 1] = [("gfx950", Gfx9Target::Gfx950)];

@@ -51,6 +51,32 @@ pub fn llvm_mc_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// Processors LLVM 19 does not know, which are compared with LLVM 22's llvm-mc (Debian sid's,
+/// in the ROCm 7 chroot) instead: gfx950.
+pub const LLVM22_PROCESSORS: [&str; 1] = ["gfx950"];
+
+/// The llvm-mc that knows processor `cpu`: [`LLVM_MC`], or for the [`LLVM22_PROCESSORS`] the
+/// ROCm 7 chroot's LLVM 22 through `scripts/chroot-llvm` (no chroot(2) needed).
+pub fn llvm_mc_command(cpu: &str) -> Command {
+    if LLVM22_PROCESSORS.contains(&cpu) {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/chroot-llvm");
+        let mut c = Command::new(script);
+        c.arg("llvm-mc");
+        c
+    } else {
+        Command::new(LLVM_MC)
+    }
+}
+
+/// Whether the llvm-mc of processor `cpu` ([`llvm_mc_command`]) can be run; for gfx950 that
+/// needs the ROCm 7 chroot (`scripts/rocm7-chroot.sh build`).
+pub fn llvm_mc_available_for(cpu: &str) -> bool {
+    llvm_mc_command(cpu)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 /// The marker block's word (`s_nop 0`) and its text.
 const MARKER: u32 = 0xBF80_0000;
 const MARKER_TEXT: &str = "s_nop 0";
@@ -327,7 +353,7 @@ fn run_llvm_mc(cases: &[[u8; 8]], cpu: &str) -> io::Result<Option<Vec<Llvm>>> {
         FILE_SEQ.fetch_add(1, Ordering::Relaxed)
     ));
     std::fs::write(&path, input)?;
-    let result = Command::new(LLVM_MC)
+    let result = llvm_mc_command(cpu)
         .arg("--disassemble")
         .arg("-triple=amdgcn-amd-amdhsa")
         .arg(format!("-mcpu={cpu}"))

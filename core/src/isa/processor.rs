@@ -266,6 +266,8 @@ impl Processor {
     pub const GFX90C: Processor = Processor(index_of("gfx90c"));
     /// gfx942 (CDNA 3: AMD Instinct MI300A, MI300X, MI308X, MI325X).
     pub const GFX942: Processor = Processor(index_of("gfx942"));
+    /// gfx950 (CDNA 4: AMD Instinct MI350X, MI355X).
+    pub const GFX950: Processor = Processor(index_of("gfx950"));
     /// gfx1030 (RDNA 2: Radeon RX 6800/6900).
     pub const GFX1030: Processor = Processor(index_of("gfx1030"));
     /// gfx1100 (RDNA 3: Radeon RX 7900 XTX).
