@@ -160,12 +160,11 @@ impl OpInfo {
         self.flags & flag != 0
     }
 
-    /// Whether the opcode is a matrix (MAI) instruction: `v_mfma_*`, `v_accvgpr_*`.
+    /// Whether the opcode is a matrix (MAI) instruction: `v_mfma_*`, `v_smfmac_*`,
+    /// `v_accvgpr_*` (also the gfx950 MFMAs the interpreter does not run yet).
     pub fn is_mai(&self) -> bool {
-        matches!(
-            self.op.attrs().class,
-            super::op::Class::Mfma | super::op::Class::Accvgpr
-        )
+        let a = self.op.attrs();
+        matches!(a.class, super::op::Class::Mfma | super::op::Class::Accvgpr) || a.mfma.is_some()
     }
 }
 
@@ -929,8 +928,27 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 | Op::VFmaLegacyF16
                 | Op::VDivFixupLegacyF16 => false,
                 Op::VCvtPkFp8F32 | Op::VCvtPkBf8F32 | Op::VCvtSrFp8F32 | Op::VCvtSrBf8F32 => true,
+                // gfx950: the scaled conversions, stochastic-rounding f16/bf16 packs and
+                // `v_ashr_pk_*` select halves or result bytes with op_sel; the lane swaps keep
+                // `fi` (bit 0) and `bound_ctrl` (bit 1) there.
+                Op::VCvtSrF16F32
+                | Op::VCvtSrBf16F32
+                | Op::VAshrPkI8I32
+                | Op::VAshrPkU8I32
+                | Op::VPermlane16SwapB32
+                | Op::VPermlane32SwapB32 => true,
+                _ if info.name.starts_with("v_cvt_scalef32_") => true,
                 _ => info.has(F_NONAME) && super::disasm::sources16(info.name).is_some(),
             };
+            if matches!(info.op, Op::VPermlane16SwapB32 | Op::VPermlane32SwapB32)
+                && inst.mods.op_sel & 0xC != 0
+            {
+                return Err(illegal(
+                    "VOP3",
+                    &[w0, w1],
+                    "op_sel[3:2] of a lane swap (only fi and bound_ctrl)",
+                ));
+            }
             if !op_sel_kept {
                 inst.mods.op_sel = 0;
             } else if inst.src[2] == Operand::None
@@ -1308,6 +1326,14 @@ fn vop3_modifiers_allowed(inst: &Instruction, enc: Encoding, w: &[u32]) -> Resul
     let info = inst.info;
     let name = info.name;
     let m = &inst.mods;
+    if matches!(info.op, Op::VBitop3B16 | Op::VBitop3B32) {
+        // gfx950's v_bitop3_*: neg, abs and omod hold the truth table; no clamp.
+        return if m.clamp {
+            Err(illegal("VOP3", w, "clamp on v_bitop3"))
+        } else {
+            Ok(())
+        };
+    }
     let has_float = name.split('_').any(|t| matches!(t, "f16" | "f32" | "f64"));
     let float_src = |i: usize| {
         let second_int = i == 1

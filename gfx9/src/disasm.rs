@@ -443,13 +443,26 @@ impl fmt::Display for Instruction {
                     // e32 carry-in / cndmask VCC is printed last like a source.
                     push(self.src[i], Some(i));
                 }
+                // gfx950's v_bitop3_*: the truth table's eight bits sit in the neg (bits 0..2),
+                // abs (3..5) and omod (6..7) fields, printed as `bitop3:` (decimal up to 10,
+                // as llvm-objdump prints it), not as source modifiers.
+                let bitop3 = e64 && matches!(info.op, OpKind::VBitop3B16 | OpKind::VBitop3B32);
                 let mut sep = " ";
                 for (o, i) in ops.iter().zip(idx.iter()) {
                     match i {
-                        Some(i) => write!(f, "{sep}{}", Src(self, *i))?,
-                        None => write!(f, "{sep}{}", Op(o))?,
+                        Some(i) if !bitop3 => write!(f, "{sep}{}", Src(self, *i))?,
+                        _ => write!(f, "{sep}{}", Op(o))?,
                     }
                     sep = ", ";
+                }
+                if bitop3 {
+                    let bits = |b: [bool; 3]| (0..3).fold(0u8, |a, k| a | u8::from(b[k]) << k);
+                    let imm = bits(self.mods.neg) | bits(self.mods.abs) << 3 | self.mods.omod << 6;
+                    match imm {
+                        0 => {}
+                        1..=10 => write!(f, " bitop3:{imm}")?,
+                        _ => write!(f, " bitop3:{imm:#x}")?,
+                    }
                 }
                 if let Some(sd) = self.mods.sdwa {
                     return self.sdwa_text(f, sd);
@@ -457,7 +470,19 @@ impl fmt::Display for Instruction {
                 if let Some(d) = self.mods.dpp {
                     return dpp_text(f, d);
                 }
-                if e64 {
+                let swap = matches!(
+                    info.op,
+                    OpKind::VPermlane16SwapB32 | OpKind::VPermlane32SwapB32
+                );
+                if e64 && swap {
+                    // gfx950's lane swaps keep `bound_ctrl` and `fi` in op_sel bits 1 and 0.
+                    if self.mods.op_sel & 2 != 0 {
+                        f.write_str(" bound_ctrl:1")?;
+                    }
+                    if self.mods.op_sel & 1 != 0 {
+                        f.write_str(" fi:1")?;
+                    }
+                } else if e64 {
                     if self.mods.op_sel != 0 {
                         let b = self.mods.op_sel;
                         // (v_cvt_sr_*: op_sel[3:2] is the result byte, all four printed.)
@@ -476,7 +501,7 @@ impl fmt::Display for Instruction {
                     if self.mods.clamp {
                         f.write_str(" clamp")?;
                     }
-                    match self.mods.omod {
+                    match if bitop3 { 0 } else { self.mods.omod } {
                         1 => f.write_str(" mul:2")?,
                         2 => f.write_str(" mul:4")?,
                         3 => f.write_str(" div:2")?,
@@ -1132,5 +1157,94 @@ mod tests {
             text(&[0xD3B34000, 0x18010080], Gfx9Target::Gfx90a),
             "v_pk_mov_b32 v[0:1], 0, 0"
         );
+    }
+
+    /// gfx950's operands that live in other fields, as LLVM 22's llvm-mc encodes and prints
+    /// them (`llvm-mc -mcpu=gfx950 -show-encoding`): v_bitop3's truth table in neg/abs/omod,
+    /// the lane swaps' `bound_ctrl`/`fi` in op_sel.
+    #[test]
+    fn gfx950_bitop3_and_lane_swap_fields() {
+        let t = Gfx9Target::Gfx950;
+        let cases: [([u32; 2], &str); 6] = [
+            (
+                [0xD234_0002, 0x240E_0501],
+                "v_bitop3_b32 v2, v1, v2, v3 bitop3:1",
+            ),
+            (
+                [0xD234_0102, 0x440E_0501],
+                "v_bitop3_b32 v2, v1, v2, v3 bitop3:10",
+            ),
+            (
+                [0xD234_0102, 0xE40E_0501],
+                "v_bitop3_b32 v2, v1, v2, v3 bitop3:0xf",
+            ),
+            (
+                [0xD234_0402, 0x040E_0501],
+                "v_bitop3_b32 v2, v1, v2, v3 bitop3:0x20",
+            ),
+            (
+                [0xD234_0002, 0x140E_0501],
+                "v_bitop3_b32 v2, v1, v2, v3 bitop3:0x80",
+            ),
+            (
+                [0xD233_7F02, 0xFC0E_0501],
+                "v_bitop3_b16 v2, v1, v2, v3 bitop3:0xff op_sel:[1,1,1,1]",
+            ),
+        ];
+        for (w, want) in cases {
+            assert_eq!(text(&w, t), want, "{w:08x?}");
+        }
+        assert_eq!(
+            text(&[0xD199_1802, 0x0000_0101], t),
+            "v_permlane16_swap_b32_e64 v2, v1 bound_ctrl:1 fi:1"
+        );
+        assert_eq!(
+            text(&[0xD199_0802, 0x0000_0101], t),
+            "v_permlane16_swap_b32_e64 v2, v1 fi:1"
+        );
+        assert_eq!(
+            text(&[0xD19A_1002, 0x0000_0101], t),
+            "v_permlane32_swap_b32_e64 v2, v1 bound_ctrl:1"
+        );
+        // op_sel of the scaled conversions, the stochastic-rounding packs, v_ashr_pk; source
+        // modifiers and clamp of v_cvt_pk_f16_f32.
+        for (w, want) in [
+            (
+                [0xD235_4002, 0x040E_0501],
+                "v_cvt_scalef32_pk_fp8_f32 v2, v1, v2, v3 op_sel:[0,0,0,1]",
+            ),
+            (
+                [0xD23B_1802, 0x0002_0501],
+                "v_cvt_scalef32_f32_fp8 v2, v1, v2 op_sel:[1,1,0]",
+            ),
+            (
+                [0xD237_6002, 0x040E_0501],
+                "v_cvt_scalef32_sr_fp8_f32 v2, v1, v2, v3 op_sel:[0,0,1,1]",
+            ),
+            (
+                [0xD23F_1802, 0x0002_0501],
+                "v_cvt_scalef32_pk_f32_fp4 v[2:3], v1, v2 op_sel:[1,1,0]",
+            ),
+            (
+                [0xD265_4002, 0x040E_0501],
+                "v_ashr_pk_i8_i32 v2, v1, v2, v3 op_sel:[0,0,0,1]",
+            ),
+            (
+                [0xD2A6_4002, 0x0002_0501],
+                "v_cvt_sr_f16_f32 v2, v1, v2 op_sel:[0,0,1]",
+            ),
+            (
+                [0xD267_8202, 0x2002_0501],
+                "v_cvt_pk_f16_f32 v2, -v1, |v2| clamp",
+            ),
+        ] {
+            assert_eq!(text(&w, t), want, "{w:08x?}");
+        }
+        // Not on gfx942.
+        let b: alloc::vec::Vec<u8> = [0xD234_0002u32, 0x240E_0501]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        assert!(decode(&b, Gfx9Target::Gfx942).is_err());
     }
 }

@@ -1443,6 +1443,7 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
         Class::Flat | Class::Global | Class::Scratch => flat(ctx, w, inst)?,
         Class::Buffer | Class::BufferCache => mubuf(ctx, w, inst)?,
         Class::Image => image(ctx, w, inst)?,
+        Class::NotRun => return Err(not_implemented(inst)),
     }
     Ok(Flow::Next)
 }

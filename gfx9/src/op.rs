@@ -92,6 +92,11 @@ pub enum Class {
     BufferCache,
     /// Image memory (MIMG).
     Image,
+    /// Decoded and printed, not run: the interpreter stops with
+    /// [`Status::IllegalInstruction`](hsa_core::Status::IllegalInstruction) naming it (gfx950
+    /// additions it does not execute yet; `testdata/codeobjects/gfx9_opcodes.py`'s `notrun`
+    /// rows).
+    NotRun,
 }
 
 /// A float precision, or none (integer or bit data).

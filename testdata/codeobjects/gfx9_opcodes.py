@@ -234,6 +234,27 @@ row("VOP3", "v_mqsad_u32_u8", "4 2 1 4", "noname")
 # gfx940+ FP8/BF8 conversions (CDNA3 ISA VOP1 84..87, VOP3 0x2a2..0x2a5).
 row("VOP3", "v_cvt_pk_fp8_f32 v_cvt_pk_bf8_f32 v_cvt_sr_fp8_f32 v_cvt_sr_bf8_f32", "1 1 1",
     "noname")
+# gfx950 (CDNA4 ISA; LLVM's FeatureGFX950Insts, `prng-inst`, `permlane16-swap`,
+# `permlane32-swap`, `bitop3-insts`, `cvt-pk-f16-f32`, `ashr-pk-insts`): the decoder and
+# printer know them; `notrun` rows are refused by the interpreter until it runs them.
+row("VOP1", "v_prng_b32 v_cvt_f32_bf16 v_permlane16_swap_b32 v_permlane32_swap_b32", "1 1",
+    "notrun")
+row("VOP2", "v_dot2c_f32_bf16", "1 1 1", "notrun")
+row("VOP3", "v_cvt_pk_f16_f32 v_cvt_pk_bf16_f32 v_cvt_sr_f16_f32 v_cvt_sr_bf16_f32", "1 1 1",
+    "noname notrun")
+row("VOP3", "v_minimum3_f32 v_maximum3_f32 v_ashr_pk_i8_i32 v_ashr_pk_u8_i32 v_bitop3_b16 "
+    "v_bitop3_b32", "1 1 1 1", "noname notrun")
+# The scaled FP8/BF8/FP4 conversions: source, then the f32 scale (and the stochastic-rounding
+# seed for `sr`), the packed result (or a pair of f32 results) in the destination.
+row("VOP3", " ".join("v_cvt_scalef32_" + t for t in (
+    "f16_bf8 f16_fp8 f32_bf8 f32_fp8 pk_bf16_bf8 pk_bf16_fp8 pk_f16_bf8 pk_f16_fp8 "
+    "pk_bf16_fp4 pk_f16_fp4 pk_bf8_bf16 pk_bf8_f16 pk_fp8_bf16 pk_fp8_f16 pk_fp4_bf16 "
+    "pk_fp4_f16").split()), "1 1 1", "noname notrun")
+row("VOP3", " ".join("v_cvt_scalef32_" + t for t in "pk_f32_bf8 pk_f32_fp8 pk_f32_fp4".split()),
+    "2 1 1", "noname notrun")
+row("VOP3", " ".join("v_cvt_scalef32_" + t for t in (
+    "pk_bf8_f32 pk_fp8_f32 pk_fp4_f32 sr_bf8_bf16 sr_bf8_f16 sr_bf8_f32 sr_fp8_bf16 "
+    "sr_fp8_f16 sr_fp8_f32 sr_pk_fp4_bf16 sr_pk_fp4_f16").split()), "1 1 1 1", "noname notrun")
 row("VOP3", "v_readlane_b32", "1 1 1", "noname sdst")
 row("VOP3", "v_writelane_b32", "1 1 1", "noname")
 row("DS", "ds_write_b32 ds_write_b8 ds_write_b16 ds_add_u32 ds_sub_u32 ds_min_u32 ds_max_u32 "
@@ -283,6 +304,9 @@ row("DS", "ds_add_f64", "0 1 2")
 row("DS", "ds_add_rtn_f64", "2 1 2")
 row("DS", "ds_pk_add_f16 ds_pk_add_bf16", "0 1 1")
 row("DS", "ds_pk_add_rtn_f16 ds_pk_add_rtn_bf16", "1 1 1")
+# gfx950: the transposing LDS reads (CDNA4 ISA DS opcodes 224..227).
+row("DS", "ds_read_b64_tr_b4 ds_read_b64_tr_b8 ds_read_b64_tr_b16", "2 1", "notrun")
+row("DS", "ds_read_b96_tr_b6", "3 1", "notrun")
 row("DS", "ds_gws_init ds_gws_sema_br ds_gws_barrier", "0 1")
 row("DS", "ds_gws_sema_v ds_gws_sema_p ds_gws_sema_release_all", "0")
 # Two exchanges at OFFSET0/OFFSET1 (scaled as ds_write2/ds_write2st64), both old values
@@ -312,6 +336,8 @@ row("VOP3P", "v_dot2_f32_f16 v_dot2_i32_i16 v_dot2_u32_u16 v_dot4_i32_i8 v_dot4_
 row("VOP3P", "v_mad_mix_f32 v_mad_mixlo_f16 v_mad_mixhi_f16", "1 1 1 1")
 row("VOP3P", "v_fma_mix_f32 v_fma_mixlo_f16 v_fma_mixhi_f16", "1 1 1 1")
 row("VOP3P", "v_pk_fma_f32", "2 2 2 2")
+# gfx950: the bf16 dot product and the packed f16 IEEE minimum3/maximum3.
+row("VOP3P", "v_dot2_f32_bf16 v_pk_minimum3_f16 v_pk_maximum3_f16", "1 1 1 1", "notrun")
 # Matrix (MAI) instructions, VOP3P-MAI encoding: gfx908 (CDNA1), gfx90a (CDNA2), gfx940+
 # (CDNA3, which renames them: `_<blocks>b_` infixes, `_1k` bf16 forms as plain `bf16`). Widths:
 # D, A, B, C in dwords. `mai` rows keep only the targets whose llvm-mc prints the same name.
@@ -349,6 +375,18 @@ for names, widths in (
          + " ".join("v_smfmac_f32_32x32x32_%s_%s" % (a, b) for a in ("bf8", "fp8")
                     for b in ("bf8", "fp8")), "16 2 4 1")):
     row("VOP3P", names, widths, "mai")
+# gfx950: the MFMAs with twice gfx942's K (A and B four dwords), their sparse forms.
+for names, widths in (
+        ("v_mfma_f32_16x16x32_f16 v_mfma_f32_16x16x32_bf16 v_mfma_i32_16x16x64_i8", "4 4 4 4"),
+        ("v_mfma_f32_32x32x16_f16 v_mfma_f32_32x32x16_bf16 v_mfma_i32_32x32x32_i8",
+         "16 4 4 16"),
+        ("v_smfmac_f32_16x16x64_f16 v_smfmac_f32_16x16x64_bf16 v_smfmac_i32_16x16x128_i8 "
+         + " ".join("v_smfmac_f32_16x16x128_%s_%s" % (a, b) for a in ("bf8", "fp8")
+                    for b in ("bf8", "fp8")), "4 4 8 1"),
+        ("v_smfmac_f32_32x32x32_f16 v_smfmac_f32_32x32x32_bf16 v_smfmac_i32_32x32x64_i8 "
+         + " ".join("v_smfmac_f32_32x32x64_%s_%s" % (a, b) for a in ("bf8", "fp8")
+                    for b in ("bf8", "fp8")), "16 4 8 1")):
+    row("VOP3P", names, widths, "mai notrun")
 D16_LOADS = ("short_d16 short_d16_hi ubyte_d16 ubyte_d16_hi sbyte_d16 sbyte_d16_hi").split()
 for seg in ("global", "flat"):
     row("FLAT", " ".join("%s_load_%s" % (seg, t) for t in "ubyte sbyte ushort sshort dword".split()), "1")
@@ -384,6 +422,8 @@ row("FLAT", " ".join("scratch_load_%s" % t for t in D16_LOADS), "1")
 # gfx940+ loads into LDS (M0 + offset + lane * 4; CDNA3 ISA FLAT opcodes 38..42).
 row("FLAT", " ".join("%s_load_lds_%s" % (g, t) for g in ("global", "scratch")
                      for t in "ubyte sbyte ushort sshort dword".split()), "0")
+# gfx950: the 96- and 128-bit loads into LDS.
+row("FLAT", "global_load_lds_dwordx3 global_load_lds_dwordx4", "0", "notrun")
 row("FLAT", "scratch_store_short_d16_hi scratch_store_byte_d16_hi", "0 1")
 row("MUBUF", " ".join("buffer_load_%s" % t for t in D16_LOADS), "1")
 row("MUBUF", "buffer_store_short_d16_hi buffer_store_byte_d16_hi", "0 1")
@@ -416,6 +456,7 @@ row("MUBUF", "buffer_wbinvl1 buffer_wbinvl1_vol buffer_wbl2 buffer_invl2 buffer_
 row("MUBUF", "buffer_atomic_add_f32 buffer_atomic_pk_add_f16", "1 1", "atomic")
 row("MUBUF", "buffer_atomic_add_f64 buffer_atomic_min_f64 buffer_atomic_max_f64", "2 2", "atomic")
 row("MUBUF", "buffer_store_lds_dword", "0")
+row("MUBUF", "buffer_atomic_pk_add_bf16", "1 1", "atomic notrun")
 # Image memory (MIMG, gfx900..gfx90a): the data and address widths follow the instruction's
 # dmask, d16, tfe and the image type, so the table only says whether there is a result (1) and
 # store data (1); the decoder sizes the registers.
@@ -703,7 +744,7 @@ def main():
             got += [c for c in cpus if c not in got]
             t = "T_ALL" if len(cpus) == len(CPUS) else " | ".join(bits[c] for c in cpus)
             fl = " | ".join("F_" + x.upper() for x in f.split() + (["nortn"] if no_rtn else [])
-                            if x not in ("mai", "k")) or "0"
+                            if x not in ("mai", "k", "notrun")) or "0"
             lines.append((e_name(e), op, t, n, d, fl))
     for n in targets_of:
         targets_of[n] = [c for c in CPUS if c in targets_of[n]]

@@ -207,6 +207,8 @@ def to_lds(name):
 
 def op_class(enc, name, flags):
     """Which routine of the interpreter runs the instruction."""
+    if "notrun" in flags.split():
+        return "NotRun"
     if name.startswith("s_set_gpr_idx_"):
         return "SetGprIdx"
     if enc in ("SOP1", "SOP2", "SOPC", "SOPK"):

@@ -1083,3 +1083,52 @@ fn cache_control_instructions_reach_the_l2_by_target_and_scope() {
         );
     }
 }
+
+/// The gfx950 instructions the interpreter does not run yet (`Class::NotRun`) decode and
+/// print, and a wave that reaches one stops with an illegal-instruction error naming it,
+/// its registers untouched (no instruction is run by a guess from its name).
+#[test]
+fn gfx950_instructions_it_does_not_run_are_refused_by_name() {
+    let mem = BufMemory::new(64);
+    // LLVM 22's llvm-mc -mcpu=gfx950: v_prng_b32_e32 v2, v1; v_bitop3_b32 v2, v1, v2, v3
+    // bitop3:1; ds_read_b64_tr_b16 v[8:9], v1; v_mfma_f32_16x16x32_f16 a[0:3], v[40:43],
+    // v[44:47], a[0:3].
+    for (bytes, name) in [
+        (&[0x01, 0xB1, 0x04, 0x7E][..], "v_prng_b32"),
+        (
+            &[0x02, 0x00, 0x34, 0xD2, 0x01, 0x05, 0x0E, 0x24][..],
+            "v_bitop3_b32",
+        ),
+        (
+            &[0x00, 0x00, 0xC6, 0xD9, 0x01, 0x00, 0x00, 0x08][..],
+            "ds_read_b64_tr_b16",
+        ),
+        (
+            &[0x00, 0x80, 0xD4, 0xD3, 0x28, 0x59, 0x02, 0x04][..],
+            "v_mfma_f32_16x16x32_f16",
+        ),
+    ] {
+        let inst = decode(bytes, Gfx9Target::Gfx950).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(inst.name(), name);
+        assert!(
+            decode(bytes, Gfx9Target::Gfx942).is_err(),
+            "{name} on gfx942"
+        );
+        let mut w = Wave::new(0x1000, false);
+        w.set_exec(u64::MAX);
+        for lane in 0..WAVE_SIZE {
+            w.set_v(2, lane, 7);
+            w.set_v(8, lane, 7);
+        }
+        let e = general_step(&mut w, &inst, 0x1000, &mem, &mut []).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction, "{name}");
+        assert!(
+            e.detail().contains(name) && e.detail().contains("not implemented"),
+            "{name}: {e}"
+        );
+        assert!(
+            (0..WAVE_SIZE).all(|l| w.v(2, l) == 7 && w.v(8, l) == 7),
+            "{name}"
+        );
+    }
+}
