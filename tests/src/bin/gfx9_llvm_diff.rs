@@ -2,7 +2,8 @@
 //! --disassemble` (see `hsa_tests::llvm_diff`).
 //!
 //! Usage: `gfx9_llvm_diff <target> [count] [seed] [batch]` (defaults 100000, 1, 20000);
-//! `<target>` is gfx900, gfx906, gfx908, gfx90a or gfx942. Prints a Markdown report on stdout
+//! `<target>` is gfx900, gfx906, gfx908, gfx90a, gfx942 or gfx950 (against the ROCm 7 chroot's
+//! LLVM 22, `scripts/chroot-llvm`). Prints a Markdown report on stdout
 //! and a progress line per batch on stderr; exits 1 when a case of ours is to fix.
 
 use std::process::ExitCode;
@@ -19,8 +20,9 @@ fn main() -> ExitCode {
         Some("gfx908") => Gfx9Target::Gfx908,
         Some("gfx90a") => Gfx9Target::Gfx90a,
         Some("gfx942") => Gfx9Target::Gfx942,
+        Some("gfx950") => Gfx9Target::Gfx950,
         other => {
-            eprintln!("usage: gfx9_llvm_diff gfx900|gfx906|gfx908|gfx90a|gfx942 [count] [seed] [batch]; got {other:?}");
+            eprintln!("usage: gfx9_llvm_diff gfx900|gfx906|gfx908|gfx90a|gfx942|gfx950 [count] [seed] [batch]; got {other:?}");
             return ExitCode::from(2);
         }
     };
