@@ -88,8 +88,9 @@ pub enum Gfx9Target {
     /// f8f6f4 and scaled MFMAs, the scaled FP8/FP6/FP4 conversions, `v_prng_b32`,
     /// `v_permlane16/32_swap_b32`, `v_bitop3_*`, the transposing LDS reads and the wider
     /// loads to LDS. The decoder and disassembler know every instruction LLVM 22 decodes for
-    /// it except those `testdata/gfx9_census/gfx950_gaps.txt` lists; what the interpreter
-    /// does not run yet stops with an illegal-instruction error naming it.
+    /// it except those `testdata/gfx9_census/gfx950_gaps.txt` lists; of the additions the
+    /// interpreter runs `v_bitop3_b32`, `v_cvt_f32_bf16` and the lane swaps, and stops at the
+    /// others with an illegal-instruction error naming them.
     Gfx950,
 }
 

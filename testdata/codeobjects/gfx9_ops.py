@@ -53,7 +53,11 @@ def out_f16(name):
 def result_fp(name):
     """The precision of the result for MODE's denormal flushing: the type the mnemonic ends in
     (for conversions the one after `v_cvt_`); none for compares and `v_frexp_exp`."""
-    if name.startswith("v_cvt_"):
+    if name == "v_cvt_f32_bf16":
+        # CDNA4 ISA §7.4: instructions that take floats narrower than 32 bits ignore
+        # MODE.denorm and do not flush (a bf16 denormal stays an f32 denormal).
+        t = ""
+    elif name.startswith("v_cvt_"):
         t = name[len("v_cvt_"):].split("_")[0]
     elif name.startswith("v_cmp") or name.startswith("v_frexp_exp") or name == "v_pack_b32_f16":
         t = ""

@@ -1090,14 +1090,14 @@ fn cache_control_instructions_reach_the_l2_by_target_and_scope() {
 #[test]
 fn gfx950_instructions_it_does_not_run_are_refused_by_name() {
     let mem = BufMemory::new(64);
-    // LLVM 22's llvm-mc -mcpu=gfx950: v_prng_b32_e32 v2, v1; v_bitop3_b32 v2, v1, v2, v3
-    // bitop3:1; ds_read_b64_tr_b16 v[8:9], v1; v_mfma_f32_16x16x32_f16 a[0:3], v[40:43],
+    // LLVM 22's llvm-mc -mcpu=gfx950: v_prng_b32_e32 v2, v1; v_minimum3_f32 v2, v1, v2, v3;
+    // ds_read_b64_tr_b16 v[8:9], v1; v_mfma_f32_16x16x32_f16 a[0:3], v[40:43],
     // v[44:47], a[0:3].
     for (bytes, name) in [
         (&[0x01, 0xB1, 0x04, 0x7E][..], "v_prng_b32"),
         (
-            &[0x02, 0x00, 0x34, 0xD2, 0x01, 0x05, 0x0E, 0x24][..],
-            "v_bitop3_b32",
+            &[0x02, 0x00, 0xA8, 0xD2, 0x01, 0x05, 0x0E, 0x04][..],
+            "v_minimum3_f32",
         ),
         (
             &[0x00, 0x00, 0xC6, 0xD9, 0x01, 0x00, 0x00, 0x08][..],
@@ -1131,4 +1131,162 @@ fn gfx950_instructions_it_does_not_run_are_refused_by_name() {
             "{name}"
         );
     }
+}
+
+/// One gfx950 VALU word on a wave whose v1, v2, v3 hold `a`, `b`, `c` per lane (all 64 lanes
+/// on); the wave afterwards.
+fn gfx950_step(bytes: &[u8], a: &[u32], b: &[u32], c: &[u32]) -> Wave {
+    let inst = decode(bytes, Gfx9Target::Gfx950).unwrap();
+    let mut w = Wave::new(0x1000, false);
+    w.set_exec(u64::MAX);
+    for lane in 0..WAVE_SIZE {
+        w.set_v(1, lane, a[lane]);
+        w.set_v(2, lane, b[lane]);
+        w.set_v(3, lane, c[lane]);
+    }
+    general_step(&mut w, &inst, 0x1000, &BufMemory::new(16), &mut [])
+        .unwrap_or_else(|e| panic!("{inst}: {e}"));
+    w
+}
+
+fn lanes_of(seed: u32) -> [u32; WAVE_SIZE] {
+    let mut x = seed;
+    core::array::from_fn(|_| {
+        // xorshift32 (Marsaglia 2003)
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x
+    })
+}
+
+/// gfx950's v_bitop3_b32 (words from LLVM 22's llvm-mc -mcpu=gfx950 -show-encoding): each
+/// table against the same function written with Rust's operators.
+#[test]
+fn gfx950_bitop3_b32_follows_its_truth_table() {
+    let (a, b, c) = (lanes_of(1), lanes_of(2), lanes_of(3));
+    // v_bitop3_b32 v4, v1, v2, v3 bitop3:T: neg = T[2:0], abs = T[5:3], omod = T[7:6].
+    let word = |t: u32| -> [u8; 8] {
+        let w0 = 0xD234_0004 | (t >> 3 & 7) << 8;
+        let w1 = 0x040E_0501 | (t & 7) << 29 | (t >> 6 & 3) << 27;
+        let mut b = [0; 8];
+        b[..4].copy_from_slice(&w0.to_le_bytes());
+        b[4..].copy_from_slice(&w1.to_le_bytes());
+        b
+    };
+    // LLVM's own encodings: v_bitop3_b32 v4, v1, v2, v3 bitop3:0xe8, and with v2 as the
+    // destination bitop3:0x96.
+    assert_eq!(word(0xE8), [0x04, 0x05, 0x34, 0xD2, 0x01, 0x05, 0x0E, 0x1C]);
+    let llvm = [0x02, 0x02, 0x34, 0xD2, 0x01, 0x05, 0x0E, 0xD4];
+    assert_eq!(
+        decode(&llvm, Gfx9Target::Gfx950).unwrap().to_string(),
+        "v_bitop3_b32 v2, v1, v2, v3 bitop3:0x96"
+    );
+    type Bitwise = fn(u32, u32, u32) -> u32;
+    let f: [(u32, Bitwise); 8] = [
+        (0x96, |a, b, c| a ^ b ^ c),
+        (0xE8, |a, b, c| (a & b) | (a & c) | (b & c)),
+        (0x6C, |a, b, c| b ^ (a & c)),
+        (0xF0, |a, _, _| a),
+        (0xCC, |_, b, _| b),
+        (0xAA, |_, _, c| c),
+        (0x80, |a, b, c| a & b & c),
+        (0x01, |a, b, c| !(a | b | c)),
+    ];
+    for (t, g) in f {
+        let w = gfx950_step(&word(t), &a, &b, &c);
+        for lane in 0..WAVE_SIZE {
+            assert_eq!(
+                w.v(4, lane),
+                g(a[lane], b[lane], c[lane]),
+                "bitop3:{t:#x} lane {lane}"
+            );
+        }
+    }
+}
+
+/// gfx950's v_cvt_f32_bf16 (VOP1 and VOP3 words from LLVM 22): the low half's bf16 as an
+/// f32, denormals and NaN payloads kept (CDNA4 ISA §7.4), the high half ignored.
+#[test]
+fn gfx950_cvt_f32_bf16_is_exact() {
+    let a: [u32; WAVE_SIZE] = core::array::from_fn(|l| match l {
+        0 => 0x0001,      // the smallest bf16 denormal
+        1 => 0xFFFF_807F, // a negative denormal, high half set
+        2 => 0x7FC1,      // a quiet NaN with payload
+        3 => 0x7F81,      // a signaling NaN
+        4 => 0x3F80,      // 1.0
+        5 => 0xFF80,      // -inf
+        _ => lanes_of(9)[l],
+    });
+    let zero = [0; WAVE_SIZE];
+    // v_cvt_f32_bf16_e32 v2, v1; v_cvt_f32_bf16_e64 v2, v1.
+    for bytes in [
+        &[0x01, 0xB7, 0x04, 0x7E][..],
+        &[0x02, 0x00, 0x9B, 0xD1, 0x01, 0x01, 0x00, 0x00][..],
+    ] {
+        let w = gfx950_step(bytes, &a, &zero, &zero);
+        for (lane, x) in a.iter().enumerate() {
+            assert_eq!(w.v(2, lane), (x & 0xFFFF) << 16, "lane {lane}");
+        }
+    }
+}
+
+/// gfx950's lane swaps (words from LLVM 22): v_permlane16_swap_b32 trades the destination's
+/// odd 16-lane rows with the source's even rows, v_permlane32_swap_b32 the destination's
+/// upper 32 lanes with the source's lower 32; both registers change. One register named
+/// twice swaps with itself. A lane off is refused.
+#[test]
+fn gfx950_permlane_swaps_trade_rows() {
+    let (a, b) = (lanes_of(4), lanes_of(5));
+    let zero = [0; WAVE_SIZE];
+    // v_permlane16_swap_b32_e32 v2, v1 (dst v2 = b, src v1 = a).
+    let w = gfx950_step(&[0x01, 0xB3, 0x04, 0x7E], &a, &b, &zero);
+    for lane in 0..WAVE_SIZE {
+        let (row, l) = (lane / 16, lane % 16);
+        let (want_d, want_s) = match row {
+            1 => (a[l], b[lane]),
+            3 => (a[32 + l], b[lane]),
+            _ => (b[lane], a[lane]),
+        };
+        let want_s = if row % 2 == 0 { b[lane + 16] } else { want_s };
+        let want_s = if row % 2 == 1 { a[lane] } else { want_s };
+        assert_eq!(
+            (w.v(2, lane), w.v(1, lane)),
+            (want_d, want_s),
+            "lane {lane}"
+        );
+    }
+    // v_permlane32_swap_b32_e64 v2, v1 bound_ctrl:1 (dst v2 = b, src v1 = a).
+    let w = gfx950_step(
+        &[0x02, 0x10, 0x9A, 0xD1, 0x01, 0x01, 0x00, 0x00],
+        &a,
+        &b,
+        &zero,
+    );
+    for lane in 0..WAVE_SIZE {
+        let (want_d, want_s) = if lane >= 32 {
+            (a[lane - 32], a[lane])
+        } else {
+            (b[lane], b[lane + 32])
+        };
+        assert_eq!(
+            (w.v(2, lane), w.v(1, lane)),
+            (want_d, want_s),
+            "lane {lane}"
+        );
+    }
+    // v_permlane32_swap_b32_e32 v1, v1: the halves of v1 trade places.
+    let w = gfx950_step(&[0x01, 0xB5, 0x02, 0x7E], &a, &b, &zero);
+    for lane in 0..WAVE_SIZE {
+        assert_eq!(w.v(1, lane), a[lane ^ 32], "lane {lane}");
+    }
+    // EXEC with a lane off: refused, nothing written.
+    let inst = decode(&[0x01, 0xB3, 0x04, 0x7E], Gfx9Target::Gfx950).unwrap();
+    let mut w = Wave::new(0x1000, false);
+    w.set_exec(u64::MAX >> 1);
+    w.set_v(2, 5, 7);
+    let e = general_step(&mut w, &inst, 0x1000, &BufMemory::new(16), &mut []).unwrap_err();
+    assert_eq!(e.status(), Status::IllegalInstruction);
+    assert!(e.detail().contains("EXEC"), "{e}");
+    assert_eq!(w.v(2, 5), 7);
 }

@@ -368,6 +368,7 @@ pub(crate) fn valu<const DPP: bool>(
         // V_CLREXCP (Vega ISA VOP1 53) clears the wave's exception state (TRAPSTS.EXCP),
         // which the interpreter does not keep: nothing to do.
         Op::VNop | Op::VClrexcp => return Ok(()),
+        Op::VPermlane16SwapB32 | Op::VPermlane32SwapB32 => return lane_swap(w, inst),
         Op::VMqsadU32U8 => {
             for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
                 let s0 = read(w, 0, lane);
@@ -532,6 +533,13 @@ pub(crate) fn valu<const DPP: bool>(
         let fr = |x: f32| x.to_bits() as u64;
         let r: u64 = match op {
             Op::VMovB32 | Op::VMovB64 => a,
+            // gfx950: the bf16 in the low half as an f32 (exact; CDNA4 ISA §7.4: no denormal
+            // flushing for inputs narrower than 32 bits).
+            Op::VCvtF32Bf16 => u64::from(a32 & 0xFFFF) << 16,
+            // gfx950: each result bit is the truth table's bit at {S0, S1, S2} of that bit
+            // (the table in the neg, abs and omod fields; LLVM's encoding: S0 = 0xF0,
+            // S1 = 0xCC, S2 = 0xAA).
+            Op::VBitop3B32 => u64::from(bitop3(bitop3_table(mods), a32, b32, c32)),
             Op::VCvtF32I32 => fr(a32 as i32 as f32),
             Op::VCvtF32U32 => fr(a32 as f32),
             Op::VCvtU32F32 => fa as u32 as u64,
@@ -1195,6 +1203,64 @@ pub(crate) fn valu<const DPP: bool>(
     }
     if writes_carry {
         set_sdst(w, &inst.sdst, carry_out);
+    }
+    Ok(())
+}
+
+/// `v_bitop3`'s truth table: bits 0..2 in `neg`, 3..5 in `abs`, 6..7 in `omod` (LLVM 22's
+/// gfx950 encoding, `bitop3:` in its text).
+pub(crate) fn bitop3_table(m: crate::Modifiers) -> u8 {
+    let bits = |b: [bool; 3]| (0..3).fold(0u8, |a, k| a | u8::from(b[k]) << k);
+    bits(m.neg) | bits(m.abs) << 3 | m.omod << 6
+}
+
+/// A three-input bitwise function by its truth table: result bit i is `table`'s bit number
+/// `(a_i << 2) | (b_i << 1) | c_i`.
+pub(crate) fn bitop3(table: u8, a: u32, b: u32, c: u32) -> u32 {
+    (0..8u32).fold(0, |r, idx| {
+        if table >> idx & 1 == 0 {
+            return r;
+        }
+        let pick = |x: u32, bit: u32| if idx >> bit & 1 != 0 { x } else { !x };
+        r | pick(a, 2) & pick(b, 1) & pick(c, 0)
+    })
+}
+
+/// gfx950's `v_permlane16_swap_b32` (the odd 16-lane rows of the destination register swap
+/// with the even rows of the source register) and `v_permlane32_swap_b32` (lanes 32..63 of
+/// the destination with lanes 0..31 of the source); both registers are written. Both read
+/// every value before writing, so one register named twice swaps with itself.
+///
+/// # Errors
+/// [`Status::IllegalInstruction`] for an EXEC with a lane off, a DPP or SDWA form, or a
+/// source that is no VGPR: what the hardware does then (`fi`, `bound_ctrl`) is not
+/// modelled.
+fn lane_swap(w: &mut Wave, inst: &Instruction) -> Result<()> {
+    let op = inst.op();
+    let (Operand::Vgpr { index: d, .. }, Operand::Vgpr { index: s, .. }) = (inst.dst, inst.src[0])
+    else {
+        bail!(Status::IllegalInstruction, "{op}: the source is no VGPR");
+    };
+    if w.exec() != u64::MAX || inst.mods.dpp.is_some() || inst.mods.sdwa.is_some() {
+        bail!(
+            Status::IllegalInstruction,
+            "{op} with EXEC {:#x} (or DPP/SDWA): only all 64 lanes on is modelled",
+            w.exec()
+        );
+    }
+    let (d, s) = (d as usize, s as usize);
+    let old_d: [u32; WAVE_SIZE] = core::array::from_fn(|l| w.v(d, l));
+    let old_s: [u32; WAVE_SIZE] = core::array::from_fn(|l| w.v(s, l));
+    // (destination lane, source lane) pairs that trade values.
+    let pairs: &mut dyn Iterator<Item = (usize, usize)> = match op {
+        Op::VPermlane16SwapB32 => &mut [0usize, 32]
+            .into_iter()
+            .flat_map(|row| (0..16).map(move |l| (row + 16 + l, row + l))),
+        _ => &mut (0..32).map(|l| (32 + l, l)),
+    };
+    for (dl, sl) in pairs {
+        w.set_v(d, dl, old_s[sl]);
+        w.set_v(s, sl, old_d[dl]);
     }
     Ok(())
 }
