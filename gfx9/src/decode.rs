@@ -497,24 +497,34 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
 }
 
 /// The vector-register ranges of a decoded instruction must lie in the 256-register file
-/// (llvm-mc rejects a range past v255/a255). Odd-aligned tuples on gfx90a/gfx942 are
-/// decoded, as llvm-mc decodes them.
+/// (llvm-mc rejects a range past v255/a255). On gfx950 a VGPR tuple (two or more registers)
+/// must also start at an even register, as LLVM 22 decodes gfx950 (its `*_Align2` register
+/// classes; the gfx90a and later ISA guides ask even-aligned VGPR tuples), but for a buffer
+/// instruction's address pair, which it decodes at any register. Odd-aligned tuples on
+/// gfx90a/gfx942 are decoded, as LLVM 19's llvm-mc decodes them.
 fn check_vector_tuples(inst: &Instruction, bytes: &[u8]) -> Result<()> {
     let ops = [inst.dst, inst.sdst, inst.src[0], inst.src[1], inst.src[2]];
-    for op in ops {
+    let aligned = inst.target == Gfx9Target::Gfx950;
+    let buffer = matches!(inst.encoding, Encoding::Mubuf | Encoding::Mtbuf);
+    for (k, op) in ops.into_iter().enumerate() {
         let (Operand::Vgpr { index, count } | Operand::Agpr { index, count }) = op else {
             continue;
         };
-        if u32::from(index) + u32::from(count) > 256 {
-            let w: heapless::Vec<u32, 2> = (0..usize::from(inst.size) / 4)
-                .filter_map(|i| word(bytes, i))
-                .collect();
-            return Err(illegal(
-                inst.encoding.name(),
-                &w,
-                "register range beyond the register file",
-            ));
-        }
+        // LLVM 22 asks even alignment of VGPR tuples but a buffer instruction's address pair
+        // (src[0], `idxen offen`); it decodes odd AGPR tuples of memory data.
+        let must_align =
+            aligned && count >= 2 && matches!(op, Operand::Vgpr { .. }) && !(buffer && k == 2);
+        let why = if u32::from(index) + u32::from(count) > 256 {
+            "register range beyond the register file"
+        } else if must_align && index % 2 == 1 {
+            "odd-aligned register tuple (gfx950 needs even-aligned ones)"
+        } else {
+            continue;
+        };
+        let w: heapless::Vec<u32, 2> = (0..usize::from(inst.size) / 4)
+            .filter_map(|i| word(bytes, i))
+            .collect();
+        return Err(illegal(inst.encoding.name(), &w, why));
     }
     Ok(())
 }
@@ -2065,6 +2075,23 @@ mod tests {
             b[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
         }
         decode(&b[..words.len() * 4], t)
+    }
+
+    /// gfx950 refuses odd-aligned VGPR tuples as LLVM 22 does (words of a seeded
+    /// `gfx9_llvm_diff gfx950` run that it called invalid), but a buffer instruction's address
+    /// pair, which LLVM 22 decodes at any register; gfx942 keeps LLVM 19's leniency.
+    #[test]
+    fn gfx950_vgpr_tuples_are_even_aligned() {
+        // global_load_dwordx2 v[239:240], v194, s[62:63] offset:-3990 sc1
+        let odd = [0xDE54_906A, 0xEF3E_8AC2];
+        let e = dec(&odd, Gfx9Target::Gfx950).unwrap_err();
+        assert!(e.detail().contains("odd-aligned register tuple"), "{e}");
+        assert!(dec(&odd, Gfx9Target::Gfx942).is_ok());
+        // The same with v[238:239].
+        assert!(dec(&[0xDE54_906A, 0xEE3E_8AC2], Gfx9Target::Gfx950).is_ok());
+        // tbuffer_load_format_x v64, v[3:4], ttmp[4:7], s90 ... idxen offen: decoded.
+        let i = dec(&[0xE8D8_7895, 0x5A3C_4003], Gfx9Target::Gfx950).unwrap();
+        assert_eq!(i.src[0], Operand::Vgpr { index: 3, count: 2 });
     }
 
     #[test]
