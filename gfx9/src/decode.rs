@@ -335,6 +335,17 @@ pub struct Modifiers {
     pub blgp: u8,
 }
 
+impl Modifiers {
+    /// gfx950's `v_bitop3_b16/b32` truth table (8 bits, `bitop3:` in LLVM's text): bits 0..2
+    /// sit in the VOP3 `neg` field, 3..5 in `abs`, 6..7 in `omod` (LLVM 22's gfx950 encoding;
+    /// CDNA4 ISA, VOP3 `V_BITOP3_B32`). Result bit i of the instruction is this table's bit
+    /// number `(a_i << 2) | (b_i << 1) | c_i`.
+    pub fn bitop3_table(&self) -> u8 {
+        let bits = |b: [bool; 3]| (0..3).fold(0u8, |a, k| a | u8::from(b[k]) << k);
+        bits(self.neg) | bits(self.abs) << 3 | self.omod << 6
+    }
+}
+
 /// A sub-dword selection of SDWA: which bits of a 32-bit register an operand or the result
 /// is (Vega ISA §12.6 "SDWA": `SDWA_SEL`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -926,8 +937,9 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 // The carry-in or lane mask is an SGPR pair other than exec.
                 return Err(illegal("VOP3", &[w0, w1], "lane mask is not an SGPR pair"));
             }
-            // op_sel: the VOP3-only 16-bit opcodes but the gfx8 (legacy) ones, and the gfx940
-            // FP8/BF8 packs (which bits say where the result goes); llvm-mc ignores the bits
+            // op_sel: the VOP3-only 16-bit opcodes but the gfx8 (legacy) ones, and those whose
+            // `op_sel_operands` attribute says so (the FP8/BF8 packs, whose bits say where the
+            // result goes, and gfx950's additions listed there); llvm-mc ignores the bits
             // of the others (and so does the decoder). With two sources op_sel[2] names no
             // operand (llvm-mc rejects the word) but for v_cvt_sr_*, whose op_sel[3:2] are
             // the result's byte.
@@ -937,17 +949,7 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 | Op::VMadLegacyI16
                 | Op::VFmaLegacyF16
                 | Op::VDivFixupLegacyF16 => false,
-                Op::VCvtPkFp8F32 | Op::VCvtPkBf8F32 | Op::VCvtSrFp8F32 | Op::VCvtSrBf8F32 => true,
-                // gfx950: the scaled conversions, stochastic-rounding f16/bf16 packs and
-                // `v_ashr_pk_*` select halves or result bytes with op_sel; the lane swaps keep
-                // `fi` (bit 0) and `bound_ctrl` (bit 1) there.
-                Op::VCvtSrF16F32
-                | Op::VCvtSrBf16F32
-                | Op::VAshrPkI8I32
-                | Op::VAshrPkU8I32
-                | Op::VPermlane16SwapB32
-                | Op::VPermlane32SwapB32 => true,
-                _ if info.name.starts_with("v_cvt_scalef32_") => true,
+                op if op.attrs().op_sel_operands => true,
                 _ => info.has(F_NONAME) && super::disasm::sources16(info.name).is_some(),
             };
             if matches!(info.op, Op::VPermlane16SwapB32 | Op::VPermlane32SwapB32)

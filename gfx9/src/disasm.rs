@@ -456,8 +456,7 @@ impl fmt::Display for Instruction {
                     sep = ", ";
                 }
                 if bitop3 {
-                    let bits = |b: [bool; 3]| (0..3).fold(0u8, |a, k| a | u8::from(b[k]) << k);
-                    let imm = bits(self.mods.neg) | bits(self.mods.abs) << 3 | self.mods.omod << 6;
+                    let imm = self.mods.bitop3_table();
                     match imm {
                         0 => {}
                         1..=10 => write!(f, " bitop3:{imm}")?,

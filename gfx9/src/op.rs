@@ -420,6 +420,11 @@ pub struct OpAttrs {
     /// The data moves between memory and LDS, not VGPRs (`global_load_lds_*`,
     /// `scratch_load_lds_*`, `buffer_store_lds_dword`).
     pub to_lds: bool,
+    /// VOP3 `op_sel` is an operand field of this instruction although none of its operands
+    /// is an f16 (the FP8/BF8 and scaled conversions, `v_ashr_pk_*`, gfx950's lane swaps
+    /// where it holds `fi` and `bound_ctrl`); the decoder keeps it and the disassembler
+    /// prints it (CDNA3/CDNA4 ISA, VOP3 op_sel).
+    pub op_sel_operands: bool,
     /// An MFMA's shape (`None` for the MFMA types not modelled).
     pub mfma: Option<Mfma>,
 }

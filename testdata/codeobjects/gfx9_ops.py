@@ -209,6 +209,20 @@ def to_lds(name):
     return "_load_lds_" in name or name == "buffer_store_lds_dword"
 
 
+def op_sel_operands(name):
+    """Whether a VOP3 instruction with no f16 operands keeps VOP3 op_sel as an operand field
+    (LLVM prints it; the interpreter reads it): the FP8/BF8 packs and stochastic-rounding
+    conversions select the result's word (gfx940), and on gfx950 the scaled conversions and
+    the f16/bf16 stochastic-rounding conversions select halves or bytes, `v_ashr_pk_*`
+    selects the result's half, and the lane swaps hold `fi` (bit 0) and `bound_ctrl`
+    (bit 1) there (CDNA3/CDNA4 ISA, VOP3 op_sel)."""
+    return (name.startswith("v_cvt_scalef32_")
+            or name in ("v_cvt_pk_fp8_f32", "v_cvt_pk_bf8_f32", "v_cvt_sr_fp8_f32",
+                        "v_cvt_sr_bf8_f32", "v_cvt_sr_f16_f32", "v_cvt_sr_bf16_f32",
+                        "v_ashr_pk_i8_i32", "v_ashr_pk_u8_i32", "v_permlane16_swap_b32",
+                        "v_permlane32_swap_b32"))
+
+
 def op_class(enc, name, flags):
     """Which routine of the interpreter runs the instruction."""
     if "notrun" in flags.split():
@@ -387,11 +401,11 @@ def emit(out, rows, targets_of, bits):
         out.write("    OpAttrs { name: \"%s\", targets: %s, class: Class::%s, src_fp: Fp::%s, "
                   "out_f16: %s, f32_result: %s, result_fp: Fp::%s, cvt: %s, fp_names: %d, "
                   "rounding: Rounding::%s, compare: %s, atomic: %s, mem: %s, to_lds: %s, "
-                  "mfma: %s },\n"
+                  "op_sel_operands: %s, mfma: %s },\n"
                   % (n, tb, op_class(e, n, f), src_fp(n), "true" if out_f16(n) else "false",
                      "true" if f32_result(n) else "false", result_fp(n),
                      "true" if n.startswith("v_cvt_") else "false", fp_names(n), rounding(n),
                      compare(n), atomic(e, n), mem(e, n), "true" if to_lds(n) else "false",
-                     mfma(n, w)))
+                     "true" if op_sel_operands(n) else "false", mfma(n, w)))
     out.write("];\n")
     return dict(zip(names, variants))

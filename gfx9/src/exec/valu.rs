@@ -539,7 +539,7 @@ pub(crate) fn valu<const DPP: bool>(
             // gfx950: each result bit is the truth table's bit at {S0, S1, S2} of that bit
             // (the table in the neg, abs and omod fields; LLVM's encoding: S0 = 0xF0,
             // S1 = 0xCC, S2 = 0xAA).
-            Op::VBitop3B32 => u64::from(bitop3(bitop3_table(mods), a32, b32, c32)),
+            Op::VBitop3B32 => u64::from(bitop3(mods.bitop3_table(), a32, b32, c32)),
             Op::VCvtF32I32 => fr(a32 as i32 as f32),
             Op::VCvtF32U32 => fr(a32 as f32),
             Op::VCvtU32F32 => fa as u32 as u64,
@@ -1205,13 +1205,6 @@ pub(crate) fn valu<const DPP: bool>(
         set_sdst(w, &inst.sdst, carry_out);
     }
     Ok(())
-}
-
-/// `v_bitop3`'s truth table: bits 0..2 in `neg`, 3..5 in `abs`, 6..7 in `omod` (LLVM 22's
-/// gfx950 encoding, `bitop3:` in its text).
-pub(crate) fn bitop3_table(m: crate::Modifiers) -> u8 {
-    let bits = |b: [bool; 3]| (0..3).fold(0u8, |a, k| a | u8::from(b[k]) << k);
-    bits(m.neg) | bits(m.abs) << 3 | m.omod << 6
 }
 
 /// A three-input bitwise function by its truth table: result bit i is `table`'s bit number
