@@ -1,36 +1,75 @@
-//! The 8-bit float formats of the gfx940 FP8/BF8 conversions and MFMAs, and the normalized
-//! and saturating integer conversions of the VOP3 pack instructions.
+//! The 8-bit float formats of the gfx940 and gfx950 FP8/BF8 conversions and MFMAs, and the
+//! normalized and saturating integer conversions of the VOP3 pack instructions.
 //!
 //! gfx940, gfx941 and gfx942 use AMD's "FNUZ" formats (CDNA3 ISA "Data types"; LLVM's
 //! `Float8E4M3FNUZ`/`Float8E5M2FNUZ`): FP8 is E4M3 with exponent bias 8, BF8 is E5M2 with
 //! bias 16; neither has infinities nor a negative zero, and the one NaN is 0x80. Their
 //! largest finite values are 240 (0x7F) and 57344 (0x7F).
 //!
+//! gfx950 uses the OCP formats instead (CDNA4 ISA §7.3 table 30; LLVM's
+//! `Float8E4M3FN`/`Float8E5M2`): FP8 is E4M3 with bias 7, a signed zero, no infinity and the
+//! NaNs 0x7F/0xFF, largest 448 (0x7E); BF8 is E5M2 with bias 15, infinities 0x7C/0xFC and
+//! the NaNs 0x7D..0x7F (and their negatives), largest 57344 (0x7B).
+//!
 //! Conversions from f32 round to nearest even (the CDNA3 ISA's V_CVT_PK_FP8_F32 pseudocode
-//! forces ROUND_NEAREST_EVEN); a NaN gives 0x80; a value beyond the largest finite one after
-//! rounding (±∞ included) gives 0x80, or with the instruction's `clamp` the largest finite
-//! value of its sign; a result that rounds to zero is 0x00 (there is no −0).
+//! forces ROUND_NEAREST_EVEN; CDNA4 table 31 says RNE). A value beyond the largest finite
+//! one after rounding (±∞ included):
+//! - FNUZ: 0x80 (NaN), or with the instruction's `clamp` the largest finite value of its
+//!   sign; a result that rounds to zero is 0x00 (there is no −0); a NaN gives 0x80.
+//! - OCP (CDNA4 ISA §7.3, "FP16_OVFL rule"): with MODE.FP16_OVFL the largest finite value of
+//!   its sign; without it FP8 gives NaN and BF8 gives ±∞. Zero keeps its sign. A NaN gives a
+//!   NaN: the ISA does not say which, and this model keeps the sign with the quiet pattern
+//!   (FP8 0x7F, BF8 0x7E, the top bits of an f16 quiet NaN), as IEEE conversions keep it.
 
 /// An 8-bit float format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Format {
-    /// E4M3, bias 8 (gfx940 FP8).
+    /// E4M3, bias 8 (gfx940 FP8, FNUZ).
     Fp8,
-    /// E5M2, bias 16 (gfx940 BF8).
+    /// E5M2, bias 16 (gfx940 BF8, FNUZ).
     Bf8,
+    /// E4M3, bias 7 (gfx950 FP8, OCP E4M3FN).
+    OcpFp8,
+    /// E5M2, bias 15 (gfx950 BF8, OCP E5M2).
+    OcpBf8,
 }
 
 impl Format {
+    /// The FP8 (`bf8` false) or BF8 format of `target`: OCP on gfx950, FNUZ before it.
+    pub(crate) fn of(bf8: bool, target: crate::Gfx9Target) -> Format {
+        match (bf8, target == crate::Gfx9Target::Gfx950) {
+            (false, false) => Format::Fp8,
+            (true, false) => Format::Bf8,
+            (false, true) => Format::OcpFp8,
+            (true, true) => Format::OcpBf8,
+        }
+    }
+
     /// (mantissa bits, exponent bias).
     const fn layout(self) -> (u32, i32) {
         match self {
             Format::Fp8 => (3, 8),
             Format::Bf8 => (2, 16),
+            Format::OcpFp8 => (3, 7),
+            Format::OcpBf8 => (2, 15),
         }
+    }
+
+    /// The magnitude code of the largest finite value.
+    const fn max_code(self) -> u8 {
+        match self {
+            Format::Fp8 | Format::Bf8 => 0x7F,
+            Format::OcpFp8 => 0x7E,
+            Format::OcpBf8 => 0x7B,
+        }
+    }
+
+    const fn ocp(self) -> bool {
+        matches!(self, Format::OcpFp8 | Format::OcpBf8)
     }
 }
 
-/// The value of the 7-bit magnitude `m` (0..=0x7F) of `format`.
+/// The value of the 7-bit magnitude `m` (0..=0x7F) of `format`, read as a finite number.
 fn magnitude(m: u8, format: Format) -> f64 {
     let (mbits, bias) = format.layout();
     let e = i32::from(m >> mbits);
@@ -42,42 +81,65 @@ fn magnitude(m: u8, format: Format) -> f64 {
     }
 }
 
-/// `bits` of `format` as an f32 (exact); 0x80 is the default NaN 0x7FC0_0000.
+/// `bits` of `format` as an f32 (exact). A NaN code gives the quiet NaN 0x7FC0_0000 with the
+/// code's sign (FNUZ's only NaN, 0x80, gives 0x7FC0_0000).
 pub(crate) fn to_f32(bits: u8, format: Format) -> f32 {
-    if bits == 0x80 {
-        return f32::from_bits(0x7FC0_0000);
-    }
-    let v = magnitude(bits & 0x7F, format) as f32;
-    if bits & 0x80 != 0 {
+    let m = bits & 0x7F;
+    let neg = bits & 0x80 != 0;
+    let nan = |neg: bool| f32::from_bits(0x7FC0_0000 | u32::from(neg) << 31);
+    let v = match format {
+        Format::Fp8 | Format::Bf8 if bits == 0x80 => return nan(false),
+        Format::OcpFp8 if m == 0x7F => return nan(neg),
+        Format::OcpBf8 if m > 0x7C => return nan(neg),
+        Format::OcpBf8 if m == 0x7C => f32::INFINITY,
+        _ => magnitude(m, format) as f32,
+    };
+    if neg {
         -v
     } else {
         v
     }
 }
 
-/// `x` in `format`, rounded to nearest even (see the module doc for NaN, overflow and
-/// `clamp`).
-pub(crate) fn from_f32(x: f32, format: Format, clamp: bool) -> u8 {
-    if x.is_nan() {
-        return 0x80;
-    }
+/// `x` in `format`, rounded to nearest even; `sat` is the instruction's `clamp` (FNUZ) or
+/// MODE.FP16_OVFL (OCP) (see the module doc for NaN, overflow and zero).
+pub(crate) fn from_f32(x: f32, format: Format, sat: bool) -> u8 {
+    from_f64(f64::from(x), format, sat)
+}
+
+/// [`from_f32`] of an f64 (the scaled conversions divide by their scale exactly in f64
+/// first, so a value that would be an f32 denormal loses no bits before this rounding).
+pub(crate) fn from_f64(x: f64, format: Format, sat: bool) -> u8 {
     let sign = if x.is_sign_negative() { 0x80 } else { 0 };
-    let a = f64::from(x.abs());
-    let max = magnitude(0x7F, format);
+    if x.is_nan() {
+        return match format {
+            Format::Fp8 | Format::Bf8 => 0x80,
+            Format::OcpFp8 => sign | 0x7F,
+            Format::OcpBf8 => sign | 0x7E,
+        };
+    }
+    let a = x.abs();
+    let top = format.max_code();
+    let max = magnitude(top, format);
     // Half an ulp of the top binade: the largest value and the next one the format would
-    // have are that far from their midpoint.
-    let half_ulp = (max - magnitude(0x7E, format)) / 2.0;
+    // have are that far from their midpoint; a tie there goes to the even code, so it
+    // overflows when the largest code is odd.
+    let half_ulp = (max - magnitude(top - 1, format)) / 2.0;
     let m: u8 = if a >= max {
-        // Ties go to the even (missing) code, so exactly halfway overflows.
-        if a < max + half_ulp || clamp {
-            0x7F
+        let overflow = a > max + half_ulp || (a == max + half_ulp && top & 1 == 1);
+        if !overflow || sat {
+            top
         } else {
-            return 0x80;
+            return match format {
+                Format::Fp8 | Format::Bf8 => 0x80,
+                Format::OcpFp8 => sign | 0x7F,
+                Format::OcpBf8 => sign | 0x7C,
+            };
         }
     } else {
         // The largest code whose value is at most `a`, then the nearer of it and the next.
         let mut lo = 0u8;
-        let mut hi = 0x7Fu8;
+        let mut hi = top;
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
             if magnitude(mid, format) <= a {
@@ -94,7 +156,7 @@ pub(crate) fn from_f32(x: f32, format: Format, clamp: bool) -> u8 {
             lo + 1
         }
     };
-    if m == 0 {
+    if m == 0 && !format.ocp() {
         0
     } else {
         sign | m
@@ -175,6 +237,56 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// CDNA4 ISA §7.3 table 30's facts for gfx950's OCP formats, and its FP16_OVFL rule.
+    #[test]
+    fn ocp_values_overflow_and_rounding() {
+        let (f, b) = (Format::OcpFp8, Format::OcpBf8);
+        // E4M3 bias 7: 1.0 = 0x38, max 448 = 0x7E, min normal 2^-6 = 0x08, min denormal
+        // 2^-9 = 0x01; NaN 0x7F/0xFF; -0 = 0x80.
+        assert_eq!(to_f32(0x38, f), 1.0);
+        assert_eq!(to_f32(0x7E, f), 448.0);
+        assert_eq!(to_f32(0x08, f), 2f32.powi(-6));
+        assert_eq!(to_f32(0x01, f), 2f32.powi(-9));
+        assert!(to_f32(0x7F, f).is_nan() && to_f32(0xFF, f).is_nan());
+        assert_eq!(to_f32(0x80, f).to_bits(), (-0.0f32).to_bits());
+        // E5M2 bias 15: 1.0 = 0x3C, max 57344 = 0x7B, inf 0x7C/0xFC, NaN 0x7D..0x7F,
+        // min normal 2^-14 = 0x04, min denormal 2^-16 = 0x01.
+        assert_eq!(to_f32(0x3C, b), 1.0);
+        assert_eq!(to_f32(0x7B, b), 57344.0);
+        assert_eq!(to_f32(0x7C, b), f32::INFINITY);
+        assert_eq!(to_f32(0xFC, b), f32::NEG_INFINITY);
+        assert!((0x7D..=0x7F).all(|c| to_f32(c, b).is_nan()));
+        assert_eq!(to_f32(0x04, b), 2f32.powi(-14));
+        assert_eq!(to_f32(0x01, b), 2f32.powi(-16));
+        // Overflow: FP16_OVFL clamps to ±max; without it FP8 gives NaN and BF8 ±inf.
+        assert_eq!(from_f32(1e6, f, true), 0x7E);
+        assert_eq!(from_f32(-1e6, f, false), 0xFF);
+        assert_eq!(from_f32(f32::INFINITY, f, true), 0x7E);
+        assert_eq!(from_f32(f32::NEG_INFINITY, b, false), 0xFC);
+        assert_eq!(from_f32(1e6, b, true), 0x7B);
+        // 464 is halfway between 448 (0x7E, even) and the missing 480: stays 448; BF8's
+        // 61440 is halfway between 57344 (0x7B, odd) and 65536 (inf, even): overflows.
+        assert_eq!(from_f32(464.0, f, false), 0x7E);
+        assert_eq!(from_f32(465.0, f, false), 0x7F);
+        assert_eq!(from_f32(61440.0, b, false), 0x7C);
+        assert_eq!(from_f32(61439.0, b, false), 0x7B);
+        // NaN keeps its sign; -0 stays -0.
+        assert_eq!(from_f32(f32::NAN, f, true), 0x7F);
+        assert_eq!(from_f32(-f32::NAN, b, true), 0xFE);
+        assert_eq!(from_f32(-0.0, f, false), 0x80);
+        assert_eq!(from_f32(-2f32.powi(-20), b, false), 0x80);
+        // Every finite code converts back to itself.
+        for c in 0..=255u8 {
+            for (fmt, finite) in [(f, c & 0x7F != 0x7F), (b, c & 0x7F < 0x7C)] {
+                if finite {
+                    assert_eq!(from_f32(to_f32(c, fmt), fmt, false), c, "{fmt:?} {c:#x}");
+                }
+            }
+        }
+        assert_eq!(Format::of(false, crate::Gfx9Target::Gfx950), f);
+        assert_eq!(Format::of(true, crate::Gfx9Target::Gfx942), Format::Bf8);
     }
 
     #[test]

@@ -136,8 +136,17 @@ impl Shape {
 /// Element `e` of `lane`'s operand `op` as an f64 (i8: its integer value); with `flush` a
 /// denormal f16 or bf16 element is a zero of its sign. An XF32 element is its f32 with the
 /// low 13 mantissa bits cleared (the ones the gfx940 MFMA ignores: Tensile's and rocBLAS's
-/// host references for xf32 GEMMs truncate so); FP8/BF8 are gfx940's FNUZ formats.
-fn element(w: &Wave, op: &Operand, lane: usize, e: usize, elem: Elem, flush: bool) -> f64 {
+/// host references for xf32 GEMMs truncate so); FP8/BF8 are `target`'s formats (FNUZ on
+/// gfx940-942, OCP on gfx950: CDNA4 ISA §7.3).
+fn element(
+    w: &Wave,
+    op: &Operand,
+    lane: usize,
+    e: usize,
+    elem: Elem,
+    flush: bool,
+    target: Gfx9Target,
+) -> f64 {
     let bits = bits(elem) as usize;
     let dword = e * bits / 32;
     let shift = (e * bits % 32) as u32;
@@ -152,8 +161,14 @@ fn element(w: &Wave, op: &Operand, lane: usize, e: usize, elem: Elem, flush: boo
         }
         Elem::I8 => f64::from((v >> shift) as u8 as i8),
         Elem::Xf32 => f64::from(f32::from_bits(v & 0xFFFF_E000)),
-        Elem::Fp8 => f64::from(fp8::to_f32((v >> shift) as u8, fp8::Format::Fp8)),
-        Elem::Bf8 => f64::from(fp8::to_f32((v >> shift) as u8, fp8::Format::Bf8)),
+        Elem::Fp8 => f64::from(fp8::to_f32(
+            (v >> shift) as u8,
+            fp8::Format::of(false, target),
+        )),
+        Elem::Bf8 => f64::from(fp8::to_f32(
+            (v >> shift) as u8,
+            fp8::Format::of(true, target),
+        )),
         Elem::F64 => {
             let hi = vsrc_dword(w, op, lane, dword + 1);
             f64::from_bits(u64::from(v) | u64::from(hi) << 32)
@@ -180,7 +195,7 @@ fn sparse_row(w: &Wave, inst: &Instruction, s: &Shape, i: usize, row: &mut [f64]
         for e in 0..s.kl / 2 {
             let idx = (index >> ((set + 2 * e) % 32) & 3) as usize;
             let k = g * s.kl + 4 * (e / 2) + idx;
-            row[k] += element(w, &inst.src[0], lane, e, s.elem, false);
+            row[k] += element(w, &inst.src[0], lane, e, s.elem, false, inst.target);
         }
     }
 }
@@ -259,10 +274,18 @@ pub(super) fn mfma(w: &mut Wave, inst: &Instruction) -> Result<()> {
             for k in 0..kk {
                 let (lane, e) = s.input_at(i, k, blk);
                 if !s.sparse {
-                    a[(blk * mm + i) * kk + k] = element(w, &inst.src[0], lane, e, s.elem, flush);
+                    a[(blk * mm + i) * kk + k] =
+                        element(w, &inst.src[0], lane, e, s.elem, flush, inst.target);
                 }
-                b[(blk * kk + k) * nn + i] =
-                    element(w, &inst.src[1], blgp_lane(lane, blgp), e, s.b_elem, flush);
+                b[(blk * kk + k) * nn + i] = element(
+                    w,
+                    &inst.src[1],
+                    blgp_lane(lane, blgp),
+                    e,
+                    s.b_elem,
+                    flush,
+                    inst.target,
+                );
             }
             if s.sparse {
                 sparse_row(w, inst, &s, i, &mut a[i * kk..(i + 1) * kk]);

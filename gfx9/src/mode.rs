@@ -77,6 +77,13 @@ pub(super) const fn ieee(mode: u32) -> bool {
     mode >> 9 & 1 != 0
 }
 
+/// MODE FP16_OVFL `[23]` (Vega ISA §3.8 MODE; CDNA4 ISA §7.3: gfx950's conversions to
+/// FP8/BF8 saturate to the largest finite value when it is set).
+#[inline]
+pub(super) const fn fp16_ovfl(mode: u32) -> bool {
+    mode >> 23 & 1 != 0
+}
+
 /// The float precision of a source or result, for FP_DENORM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Kind {

@@ -1290,3 +1290,127 @@ fn gfx950_permlane_swaps_trade_rows() {
     assert!(e.detail().contains("EXEC"), "{e}");
     assert_eq!(w.v(2, 5), 7);
 }
+
+/// One gfx950 instruction on lanes whose v1/v2 hold `a`/`b` and v4 holds `d`, with MODE
+/// `mode`.
+fn gfx950_step_mode(bytes: &[u8], mode: u32, a: &[u32], b: &[u32], d: u32) -> Wave {
+    let inst = decode(bytes, Gfx9Target::Gfx950).unwrap();
+    let mut w = Wave::new(0x1000, false);
+    w.set_exec(u64::MAX);
+    w.mode = mode;
+    for lane in 0..WAVE_SIZE {
+        w.set_v(1, lane, a[lane]);
+        w.set_v(2, lane, b[lane]);
+        w.set_v(4, lane, d);
+    }
+    general_step(&mut w, &inst, 0x1000, &BufMemory::new(16), &mut [])
+        .unwrap_or_else(|e| panic!("{inst}: {e}"));
+    w
+}
+
+/// gfx950's FP8/BF8 conversions use the OCP formats, not gfx942's FNUZ ones, and overflow
+/// as MODE.FP16_OVFL says (CDNA4 ISA §7.3, tables 30 and 31 and the FP16_OVFL rule). The
+/// words are LLVM 22's (llvm-mc -mcpu=gfx950 -show-encoding); the expected bytes are worked
+/// out by hand from table 30 (FP8 E4M3 bias 7, BF8 E5M2 bias 15).
+#[test]
+fn gfx950_fp8_conversions_are_ocp() {
+    const OVFL: u32 = 1 << 23;
+    let f = |x: f32| x.to_bits();
+    let two = |e: i32| 2f32.powi(e);
+    let lanes = |v: &[f32]| -> [u32; WAVE_SIZE] {
+        core::array::from_fn(|l| v.get(l).copied().map_or(0, f32::to_bits))
+    };
+    // v_cvt_pk_fp8_f32 v4, v1, v2: (a, b, bytes without FP16_OVFL, bytes with it).
+    let fp8: [(f32, f32, [u8; 2], [u8; 2]); 6] = [
+        (1.0, -2.0, [0x38, 0xC0], [0x38, 0xC0]),
+        (448.0, 464.0, [0x7E, 0x7E], [0x7E, 0x7E]), // 464: the tie goes to even 0x7E
+        (465.0, f32::NEG_INFINITY, [0x7F, 0xFF], [0x7E, 0xFE]),
+        (f32::NAN, -0.0, [0x7F, 0x80], [0x7F, 0x80]),
+        (two(-9), two(-10), [0x01, 0x00], [0x01, 0x00]),
+        (0.3, 3.0 * two(-9), [0x2A, 0x03], [0x2A, 0x03]),
+    ];
+    let a = lanes(&fp8.map(|r| r.0));
+    let b = lanes(&fp8.map(|r| r.1));
+    let word = [0x04, 0x00, 0xA2, 0xD2, 0x01, 0x05, 0x02, 0x00];
+    for (mode, pick) in [(0, 2), (OVFL, 3)] {
+        let w = gfx950_step_mode(&word, mode, &a, &b, 0xAABB_CCDD);
+        for lane in 0..WAVE_SIZE {
+            let want = fp8
+                .get(lane)
+                .map_or([0, 0], |r| if pick == 2 { r.2 } else { r.3 });
+            let want = 0xAABB_0000 | u32::from(want[1]) << 8 | u32::from(want[0]);
+            assert_eq!(w.v(4, lane), want, "fp8 MODE {mode:#x} lane {lane}");
+        }
+    }
+    // v_cvt_pk_bf8_f32 v4, v1, v2 op_sel:[0,0,1]: the pair to D[31:16].
+    let bf8: [(f32, f32, [u8; 2], [u8; 2]); 6] = [
+        (1.0, -2.0, [0x3C, 0xC0], [0x3C, 0xC0]),
+        (57344.0, 61440.0, [0x7B, 0x7C], [0x7B, 0x7B]), // 61440: the tie goes to inf
+        (f32::INFINITY, -1e6, [0x7C, 0xFC], [0x7B, 0xFB]),
+        (f32::NAN, -0.0, [0x7E, 0x80], [0x7E, 0x80]),
+        (two(-16), two(-17), [0x01, 0x00], [0x01, 0x00]),
+        (0.3, 3.0 * two(-16), [0x35, 0x03], [0x35, 0x03]),
+    ];
+    let a = lanes(&bf8.map(|r| r.0));
+    let b = lanes(&bf8.map(|r| r.1));
+    let word = [0x04, 0x40, 0xA3, 0xD2, 0x01, 0x05, 0x02, 0x00];
+    for (mode, pick) in [(0, 2), (OVFL, 3)] {
+        let w = gfx950_step_mode(&word, mode, &a, &b, 0xAABB_CCDD);
+        for lane in 0..WAVE_SIZE {
+            let want = bf8
+                .get(lane)
+                .map_or([0, 0], |r| if pick == 2 { r.2 } else { r.3 });
+            let want = (u32::from(want[1]) << 8 | u32::from(want[0])) << 16 | 0xCCDD;
+            assert_eq!(w.v(4, lane), want, "bf8 MODE {mode:#x} lane {lane}");
+        }
+    }
+    // v_cvt_f32_fp8_e32 v4, v1 and v_cvt_pk_f32_bf8_e32 v[4:5], v1: the codes back.
+    let codes: [u32; WAVE_SIZE] = core::array::from_fn(|l| match l {
+        0 => 0x7E,
+        1 => 0xFF,
+        2 => 0x80,
+        3 => 0x01,
+        _ => 0x38,
+    });
+    let w = gfx950_step_mode(&[0x01, 0xA9, 0x08, 0x7E], 0, &codes, &codes, 0);
+    let want = [f(448.0), 0xFFC0_0000, f(-0.0), f(two(-9)), f(1.0)];
+    for lane in 0..WAVE_SIZE {
+        assert_eq!(w.v(4, lane), want[lane.min(4)], "f32_fp8 lane {lane}");
+    }
+    let pairs: [u32; WAVE_SIZE] = core::array::from_fn(|l| if l == 0 { 0xFC7C } else { 0x7D01 });
+    let w = gfx950_step_mode(&[0x01, 0xAF, 0x08, 0x7E], 0, &pairs, &pairs, 0);
+    assert_eq!(
+        (w.v(4, 0), w.v(5, 0)),
+        (f(f32::INFINITY), f(f32::NEG_INFINITY))
+    );
+    assert_eq!((w.v(4, 1), w.v(5, 1)), (f(two(-16)), 0x7FC0_0000));
+}
+
+/// gfx950's FP8 MFMAs read OCP E4M3: v_mfma_f32_16x16x32_fp8_fp8 (LLVM 22's word) with every
+/// A byte 0x38 (1.0 in OCP E4M3; 0.5 in gfx942's FNUZ) and every B byte 0x40 (2.0; FNUZ
+/// 1.0) and C = 0 gives 32 × 2 = 64 in every element (FNUZ would give 16).
+#[test]
+fn gfx950_fp8_mfma_reads_ocp() {
+    let bytes = [0x08, 0x00, 0xF3, 0xD3, 0x04, 0x0D, 0x02, 0x02];
+    let inst = decode(&bytes, Gfx9Target::Gfx950).unwrap();
+    assert_eq!(
+        inst.to_string(),
+        "v_mfma_f32_16x16x32_fp8_fp8 v[8:11], v[4:5], v[6:7], 0"
+    );
+    let mut w = Wave::new(0x1000, false);
+    w.set_exec(u64::MAX);
+    for lane in 0..WAVE_SIZE {
+        for r in 4..6 {
+            w.set_v(r, lane, 0x3838_3838);
+        }
+        for r in 6..8 {
+            w.set_v(r, lane, 0x4040_4040);
+        }
+    }
+    general_step(&mut w, &inst, 0x1000, &BufMemory::new(16), &mut []).unwrap();
+    for lane in 0..WAVE_SIZE {
+        for r in 8..12 {
+            assert_eq!(f32::from_bits(w.v(r, lane)), 64.0, "v{r} lane {lane}");
+        }
+    }
+}

@@ -167,15 +167,24 @@ pub(crate) fn cube(op: Op, x: f32, y: f32, z: f32) -> f32 {
     }
 }
 
-/// The FP8 format of a gfx940 conversion: FP8 (E4M3) or BF8 (E5M2), by its [`Op`].
-fn fp8_format(op: Op) -> fp8::Format {
-    if matches!(
+/// The FP8 format of a gfx940/gfx950 conversion: FP8 (E4M3) or BF8 (E5M2) by its [`Op`],
+/// FNUZ or OCP by the target ([`fp8::Format::of`]).
+fn fp8_format(op: Op, target: crate::Gfx9Target) -> fp8::Format {
+    let bf8 = matches!(
         op,
         Op::VCvtF32Bf8 | Op::VCvtPkF32Bf8 | Op::VCvtPkBf8F32 | Op::VCvtSrBf8F32
-    ) {
-        fp8::Format::Bf8
+    );
+    fp8::Format::of(bf8, target)
+}
+
+/// Whether a conversion to FP8/BF8 saturates on overflow: gfx940's follow the instruction's
+/// `clamp` (CDNA3 ISA V_CVT_PK_FP8_F32), gfx950's ignore `clamp` and follow MODE.FP16_OVFL
+/// (CDNA4 ISA §7.3 tables 31 and the FP16_OVFL rule).
+fn fp8_saturate(mode: u32, inst: &Instruction) -> bool {
+    if inst.target == crate::Gfx9Target::Gfx950 {
+        mode::fp16_ovfl(mode)
     } else {
-        fp8::Format::Fp8
+        inst.mods.clamp
     }
 }
 
@@ -1035,16 +1044,19 @@ pub(crate) fn valu<const DPP: bool>(
             // The gfx940 FP8/BF8 conversions (CDNA3 ISA VOP1 84..87, VOP3 0x2a2..0x2a5).
             // The source byte (word) is the one SDWA selects (llvm-mc-19 has no VOP3 op_sel
             // for them), else the low one.
-            Op::VCvtF32Fp8 | Op::VCvtF32Bf8 => fr(fp8::to_f32(a32 as u8, fp8_format(op))),
+            Op::VCvtF32Fp8 | Op::VCvtF32Bf8 => {
+                fr(fp8::to_f32(a32 as u8, fp8_format(op, inst.target)))
+            }
             Op::VCvtPkF32Fp8 | Op::VCvtPkF32Bf8 => {
                 let word = a32;
-                let f = fp8_format(op);
+                let f = fp8_format(op, inst.target);
                 fr(fp8::to_f32(word as u8, f)) | fr(fp8::to_f32((word >> 8) as u8, f)) << 32
             }
             Op::VCvtPkFp8F32 | Op::VCvtPkBf8F32 => {
-                let f = fp8_format(op);
-                let pk = u32::from(fp8::from_f32(fa, f, mods.clamp))
-                    | u32::from(fp8::from_f32(fb, f, mods.clamp)) << 8;
+                let f = fp8_format(op, inst.target);
+                let sat = fp8_saturate(w.mode, inst);
+                let pk = u32::from(fp8::from_f32(fa, f, sat))
+                    | u32::from(fp8::from_f32(fb, f, sat)) << 8;
                 // op_sel[3]: the pair goes to D[31:16], else D[15:0]; the other half kept.
                 u64::from(if mods.op_sel & 8 != 0 {
                     d_old & 0xFFFF | pk << 16
@@ -1056,7 +1068,8 @@ pub(crate) fn valu<const DPP: bool>(
                 // op_sel[3:2]: the byte of D written; the others kept. S1 is the random
                 // dword.
                 let sh = 8 * u32::from(mods.op_sel >> 2 & 3);
-                let v = fp8::stochastic(fa, b32, fp8_format(op), mods.clamp);
+                let f = fp8_format(op, inst.target);
+                let v = fp8::stochastic(fa, b32, f, fp8_saturate(w.mode, inst));
                 u64::from(d_old & !(0xFF << sh) | u32::from(v) << sh)
             }
             // Issue 39: the cube-map face and coordinates (Vega ISA VOP3 0x1c4..0x1c7).
