@@ -941,8 +941,8 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             // `op_sel_operands` attribute says so (the FP8/BF8 packs, whose bits say where the
             // result goes, and gfx950's additions listed there); llvm-mc ignores the bits
             // of the others (and so does the decoder). With two sources op_sel[2] names no
-            // operand (llvm-mc rejects the word) but for v_cvt_sr_*, whose op_sel[3:2] are
-            // the result's byte.
+            // operand (llvm-mc rejects the word) but for v_cvt_sr_* and gfx950's
+            // v_cvt_scalef32_pk_fp4_{f16,bf16}, whose op_sel[3:2] are the result's byte.
             let op_sel_kept = match info.op {
                 Op::VMadLegacyF16
                 | Op::VMadLegacyU16
@@ -965,7 +965,13 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 inst.mods.op_sel = 0;
             } else if inst.src[2] == Operand::None
                 && inst.mods.op_sel & 4 != 0
-                && !matches!(info.op, Op::VCvtSrFp8F32 | Op::VCvtSrBf8F32)
+                && !matches!(
+                    info.op,
+                    Op::VCvtSrFp8F32
+                        | Op::VCvtSrBf8F32
+                        | Op::VCvtScalef32PkFp4F16
+                        | Op::VCvtScalef32PkFp4Bf16
+                )
             {
                 return Err(illegal(
                     "VOP3",

@@ -484,8 +484,15 @@ impl fmt::Display for Instruction {
                 } else if e64 {
                     if self.mods.op_sel != 0 {
                         let b = self.mods.op_sel;
-                        // (v_cvt_sr_*: op_sel[3:2] is the result byte, all four printed.)
-                        let sr = matches!(info.op, OpKind::VCvtSrFp8F32 | OpKind::VCvtSrBf8F32);
+                        // (v_cvt_sr_* and gfx950's v_cvt_scalef32_pk_fp4_{f16,bf16}:
+                        // op_sel[3:2] is the result byte, all four printed.)
+                        let sr = matches!(
+                            info.op,
+                            OpKind::VCvtSrFp8F32
+                                | OpKind::VCvtSrBf8F32
+                                | OpKind::VCvtScalef32PkFp4F16
+                                | OpKind::VCvtScalef32PkFp4Bf16
+                        );
                         let n = if self.src[2] != Operand::None || sr {
                             3
                         } else {
@@ -1227,6 +1234,16 @@ mod tests {
             (
                 [0xD265_4002, 0x040E_0501],
                 "v_ashr_pk_i8_i32 v2, v1, v2, v3 op_sel:[0,0,0,1]",
+            ),
+            // Two sources, but op_sel[3:2] is the result byte: all four bits printed (LLVM
+            // 22's disassembly of these words; llc emits them for the intrinsic's byte 1).
+            (
+                [0xD24C_2001, 0x0002_0702],
+                "v_cvt_scalef32_pk_fp4_f16 v1, v2, v3 op_sel:[0,0,1,0]",
+            ),
+            (
+                [0xD24C_4001, 0x0002_0702],
+                "v_cvt_scalef32_pk_fp4_f16 v1, v2, v3 op_sel:[0,0,0,1]",
             ),
             (
                 [0xD2A6_4002, 0x0002_0501],

@@ -88,9 +88,11 @@ pub enum Gfx9Target {
     /// f8f6f4 and scaled MFMAs, the scaled FP8/FP6/FP4 conversions, `v_prng_b32`,
     /// `v_permlane16/32_swap_b32`, `v_bitop3_*`, the transposing LDS reads and the wider
     /// loads to LDS. The decoder and disassembler know every instruction LLVM 22 decodes for
-    /// it except those `testdata/gfx9_census/gfx950_gaps.txt` lists; of the additions the
-    /// interpreter runs `v_bitop3_b32`, `v_cvt_f32_bf16` and the lane swaps, and stops at the
-    /// others with an illegal-instruction error naming them.
+    /// it except those `testdata/gfx9_census/gfx950_gaps.txt` lists. Its FP8/BF8 are the OCP
+    /// formats (CDNA4 ISA §7.3), not gfx942's FNUZ ones. Of the additions the interpreter
+    /// runs `v_bitop3_b32`, `v_cvt_f32_bf16`, the lane swaps, `v_prng_b32` and the scaled
+    /// FP8/BF8/FP4 conversions but the stochastic-rounding ones (`exec/scaled.rs`), and
+    /// stops at the others with an illegal-instruction error naming them.
     Gfx950,
 }
 

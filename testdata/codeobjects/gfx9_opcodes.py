@@ -237,7 +237,7 @@ row("VOP3", "v_cvt_pk_fp8_f32 v_cvt_pk_bf8_f32 v_cvt_sr_fp8_f32 v_cvt_sr_bf8_f32
 # gfx950 (CDNA4 ISA; LLVM's FeatureGFX950Insts, `prng-inst`, `permlane16-swap`,
 # `permlane32-swap`, `bitop3-insts`, `cvt-pk-f16-f32`, `ashr-pk-insts`): the decoder and
 # printer know them; `notrun` rows are refused by the interpreter until it runs them.
-row("VOP1", "v_prng_b32", "1 1", "notrun")
+row("VOP1", "v_prng_b32", "1 1")
 row("VOP1", "v_cvt_f32_bf16 v_permlane16_swap_b32 v_permlane32_swap_b32", "1 1")
 row("VOP2", "v_dot2c_f32_bf16", "1 1 1", "notrun")
 row("VOP3", "v_cvt_pk_f16_f32 v_cvt_pk_bf16_f32 v_cvt_sr_f16_f32 v_cvt_sr_bf16_f32", "1 1 1",
@@ -246,16 +246,19 @@ row("VOP3", "v_minimum3_f32 v_maximum3_f32 v_ashr_pk_i8_i32 v_ashr_pk_u8_i32 v_b
     "1 1 1 1", "noname notrun")
 row("VOP3", "v_bitop3_b32", "1 1 1 1", "noname")
 # The scaled FP8/BF8/FP4 conversions: source, then the f32 scale (and the stochastic-rounding
-# seed for `sr`), the packed result (or a pair of f32 results) in the destination.
+# seed for `sr`), the packed result (or a pair of f32 results) in the destination. The
+# interpreter runs all but the stochastic-rounding ones (exec/scaled.rs).
 row("VOP3", " ".join("v_cvt_scalef32_" + t for t in (
     "f16_bf8 f16_fp8 f32_bf8 f32_fp8 pk_bf16_bf8 pk_bf16_fp8 pk_f16_bf8 pk_f16_fp8 "
     "pk_bf16_fp4 pk_f16_fp4 pk_bf8_bf16 pk_bf8_f16 pk_fp8_bf16 pk_fp8_f16 pk_fp4_bf16 "
-    "pk_fp4_f16").split()), "1 1 1", "noname notrun")
+    "pk_fp4_f16").split()), "1 1 1", "noname")
 row("VOP3", " ".join("v_cvt_scalef32_" + t for t in "pk_f32_bf8 pk_f32_fp8 pk_f32_fp4".split()),
-    "2 1 1", "noname notrun")
+    "2 1 1", "noname")
+row("VOP3", " ".join("v_cvt_scalef32_" + t for t in "pk_bf8_f32 pk_fp8_f32 pk_fp4_f32".split()),
+    "1 1 1 1", "noname")
 row("VOP3", " ".join("v_cvt_scalef32_" + t for t in (
-    "pk_bf8_f32 pk_fp8_f32 pk_fp4_f32 sr_bf8_bf16 sr_bf8_f16 sr_bf8_f32 sr_fp8_bf16 "
-    "sr_fp8_f16 sr_fp8_f32 sr_pk_fp4_bf16 sr_pk_fp4_f16").split()), "1 1 1 1", "noname notrun")
+    "sr_bf8_bf16 sr_bf8_f16 sr_bf8_f32 sr_fp8_bf16 sr_fp8_f16 sr_fp8_f32 sr_pk_fp4_bf16 "
+    "sr_pk_fp4_f16").split()), "1 1 1 1", "noname notrun")
 row("VOP3", "v_readlane_b32", "1 1 1", "noname sdst")
 row("VOP3", "v_writelane_b32", "1 1 1", "noname")
 row("DS", "ds_write_b32 ds_write_b8 ds_write_b16 ds_add_u32 ds_sub_u32 ds_min_u32 ds_max_u32 "

@@ -1094,7 +1094,10 @@ fn gfx950_instructions_it_does_not_run_are_refused_by_name() {
     // ds_read_b64_tr_b16 v[8:9], v1; v_mfma_f32_16x16x32_f16 a[0:3], v[40:43],
     // v[44:47], a[0:3].
     for (bytes, name) in [
-        (&[0x01, 0xB1, 0x04, 0x7E][..], "v_prng_b32"),
+        (
+            &[0x02, 0x00, 0x37, 0xD2, 0x01, 0x05, 0x0E, 0x04][..],
+            "v_cvt_scalef32_sr_fp8_f32",
+        ),
         (
             &[0x02, 0x00, 0xA8, 0xD2, 0x01, 0x05, 0x0E, 0x04][..],
             "v_minimum3_f32",
@@ -1294,18 +1297,33 @@ fn gfx950_permlane_swaps_trade_rows() {
 /// One gfx950 instruction on lanes whose v1/v2 hold `a`/`b` and v4 holds `d`, with MODE
 /// `mode`.
 fn gfx950_step_mode(bytes: &[u8], mode: u32, a: &[u32], b: &[u32], d: u32) -> Wave {
+    gfx950_try(bytes, mode, [a, b, &[0; WAVE_SIZE]], d)
+        .unwrap_or_else(|(inst, e)| panic!("{inst}: {e}"))
+}
+
+/// One gfx950 instruction on lanes whose v1, v2, v3 hold `src` and v4 holds `d`, with MODE
+/// `mode`; the wave after it, or the instruction's text and the error.
+fn gfx950_try(
+    bytes: &[u8],
+    mode: u32,
+    src: [&[u32]; 3],
+    d: u32,
+) -> core::result::Result<Wave, (String, hsa_core::Error)> {
     let inst = decode(bytes, Gfx9Target::Gfx950).unwrap();
     let mut w = Wave::new(0x1000, false);
     w.set_exec(u64::MAX);
     w.mode = mode;
     for lane in 0..WAVE_SIZE {
-        w.set_v(1, lane, a[lane]);
-        w.set_v(2, lane, b[lane]);
+        for (r, s) in src.iter().enumerate() {
+            w.set_v(1 + r, lane, s[lane]);
+        }
         w.set_v(4, lane, d);
+        w.set_v(5, lane, d);
     }
-    general_step(&mut w, &inst, 0x1000, &BufMemory::new(16), &mut [])
-        .unwrap_or_else(|e| panic!("{inst}: {e}"));
-    w
+    match general_step(&mut w, &inst, 0x1000, &BufMemory::new(16), &mut []) {
+        Ok(_) => Ok(w),
+        Err(e) => Err((inst.to_string(), e)),
+    }
 }
 
 /// gfx950's FP8/BF8 conversions use the OCP formats, not gfx942's FNUZ ones, and overflow
@@ -1413,4 +1431,225 @@ fn gfx950_fp8_mfma_reads_ocp() {
             assert_eq!(f32::from_bits(w.v(r, lane)), 64.0, "v{r} lane {lane}");
         }
     }
+}
+
+/// Per-lane values: the listed ones, then zeros.
+fn per_lane(v: &[u32]) -> [u32; WAVE_SIZE] {
+    core::array::from_fn(|l| v.get(l).copied().unwrap_or(0))
+}
+
+/// gfx950's scaled conversions (CDNA4 ISA §12.11 V_CVT_SCALEF32_*, §7.3): LLVM 22's words;
+/// the expected values worked out by hand from the ISA's formats (FP8 E4M3 bias 7, BF8 E5M2
+/// bias 15, FP4 E2M1 bias 1) and its rule that the scale is the f32 operand's exponent
+/// field, 2^(e - 127), divided out before rounding and multiplied in after an up-conversion.
+#[test]
+fn gfx950_scaled_conversions() {
+    let f = |x: f32| x.to_bits();
+    const ONE: u32 = 0x3F80_0000; // scale 2^0
+    const EIGHT: u32 = 0x4100_0000; // 2^3
+    const TINY: u32 = 0x3C00_0000; // 2^-7
+    const ZERO: u32 = 0; // exponent 0: 2^-127
+    const KEEP_F32_DENORM: u32 = 0x30; // MODE FP_DENORM[5:4] = 3
+    let check = |what: &str, w: &Wave, reg: usize, want: &[u32]| {
+        for (lane, x) in want.iter().enumerate() {
+            assert_eq!(w.v(reg, lane), *x, "{what}: v{reg} lane {lane}");
+        }
+    };
+    // v_cvt_scalef32_pk_fp8_f32 v4, v1, v2, v3 op_sel:[0,0,0,1]: the pair to D[31:16].
+    let pk_fp8 = [0x04, 0x40, 0x35, 0xD2, 0x01, 0x05, 0x0E, 0x04];
+    let a = per_lane(&[f(1.0), f(8.0), f(1.0), f(7168.0), 0x0080_0000]);
+    let b = per_lane(&[f(-2.0), f(3584.0), f(0.5), f(-0.0), 0x0000_0010]);
+    let s = per_lane(&[ONE, EIGHT, TINY, EIGHT, ZERO]);
+    let w = gfx950_try(&pk_fp8, 0, [&a, &b, &s], 0x1234_5678).unwrap();
+    // 1 → 0x38, -2 → 0xC0; 8/8, 3584/8 = 448 → 0x38, 0x7E; 1·2^7 = 128 → 0x70, 64 → 0x68;
+    // 7168/8 = 896 overflows to NaN 0x7F without FP16_OVFL, -0 → 0x80; 2^-126/2^-127 = 2
+    // → 0x40 and the f32 denormal 2^-145 flushed by MODE 0 → 0.
+    check(
+        "pk_fp8_f32",
+        &w,
+        4,
+        &[
+            0xC038_5678,
+            0x7E38_5678,
+            0x6870_5678,
+            0x807F_5678,
+            0x0040_5678,
+        ],
+    );
+    let w = gfx950_try(&pk_fp8, KEEP_F32_DENORM, [&a, &b, &s], 0x1234_5678).unwrap();
+    // Kept: 2^-145 · 2^127 = 2^-18, below E4M3's smallest denormal 2^-9: still 0. The
+    // denormal 2^-136 (0x0000_2000) gives 2^-9 = 0x01.
+    check("pk_fp8_f32 denormals kept", &w, 4, &[0xC038_5678]);
+    let b2 = per_lane(&[0, 0, 0, 0, 0x0000_2000]);
+    let w = gfx950_try(&pk_fp8, KEEP_F32_DENORM, [&a, &b2, &s], 0).unwrap();
+    assert_eq!(w.v(4, 4), 0x0140_0000);
+    let w = gfx950_try(&pk_fp8, 0, [&a, &b2, &s], 0).unwrap();
+    assert_eq!(w.v(4, 4), 0x0040_0000, "MODE 0 flushes the f32 denormal");
+    // The scale as an inline constant: v_cvt_scalef32_pk_fp8_f32 v4, v1, v2, 1.0.
+    let w = gfx950_try(
+        &[0x04, 0x00, 0x35, 0xD2, 0x01, 0x05, 0xCA, 0x03],
+        0,
+        [&a, &b, &s],
+        0,
+    )
+    .unwrap();
+    // Scale 1: 8.0 → 0x50, 3584 overflows to NaN 0x7F.
+    check("pk_fp8_f32 1.0", &w, 4, &[0x0000_C038, 0x0000_7F50]);
+
+    // v_cvt_scalef32_pk_f32_fp8 v[4:5], v1, v3 op_sel:[1,0,0]: S0's high word.
+    let src = per_lane(&[0x4038_0000, 0xFF7E_0000, 0x0180_0000, 0x7E7E_0000]);
+    let s = per_lane(&[EIGHT, ONE, ZERO, 0x7F00_0000]);
+    let w = gfx950_try(
+        &[0x04, 0x08, 0x39, 0xD2, 0x01, 0x07, 0x02, 0x00],
+        0,
+        [&src, &[0; WAVE_SIZE], &s],
+        0,
+    )
+    .unwrap();
+    // 1·8, 2·8; 448, NaN (negative); -0, 2^-9·2^-127 = 2^-136 (an exact f32 denormal);
+    // 448·2^127 overflows to +inf.
+    check(
+        "pk_f32_fp8 lo",
+        &w,
+        4,
+        &[f(8.0), f(448.0), f(-0.0), 0x7F80_0000],
+    );
+    check(
+        "pk_f32_fp8 hi",
+        &w,
+        5,
+        &[f(16.0), 0xFFC0_0000, 0x0000_2000, 0x7F80_0000],
+    );
+
+    // v_cvt_scalef32_f32_bf8 v4, v1, v3 op_sel:[0,1,0]: S0's byte 2.
+    let src = per_lane(&[0x007C_0000, 0x003C_0000, 0x007D_0000]);
+    let s = per_lane(&[ONE, TINY, ONE]);
+    let w = gfx950_try(
+        &[0x04, 0x10, 0x3C, 0xD2, 0x01, 0x07, 0x02, 0x00],
+        0,
+        [&src, &[0; WAVE_SIZE], &s],
+        0,
+    )
+    .unwrap();
+    check(
+        "f32_bf8",
+        &w,
+        4,
+        &[0x7F80_0000, f(2f32.powi(-7)), 0x7FC0_0000],
+    );
+
+    // v_cvt_scalef32_pk_fp4_f32 v4, v1, v2, v3 op_sel:[0,0,1,1]: the nibble pair to byte 3.
+    let pk_fp4 = [0x04, 0x60, 0x3D, 0xD2, 0x01, 0x05, 0x0E, 0x04];
+    let a = per_lane(&[f(1.0), f(5.0), f(0.25), f(100.0), f(-0.0)]);
+    let b = per_lane(&[f(-6.0), f(2.5), f(-0.3), f(f32::INFINITY), f(0.1)]);
+    let s = per_lane(&[ONE, ONE, ONE, EIGHT, ONE]);
+    let w = gfx950_try(&pk_fp4, 0, [&a, &b, &s], 0x1234_5678).unwrap();
+    // 1 → 2 and -6 → 0xF; 5 (a tie) → 4 = 6 and 2.5 (a tie) → 2 = 4; 0.25 (a tie) → 0
+    // and -0.3 → -0.5 = 9; 100/8 and +inf saturate to 6 = 7; -0 → 8 and 0.1 → 0.
+    check(
+        "pk_fp4_f32",
+        &w,
+        4,
+        &[
+            0xF234_5678,
+            0x4634_5678,
+            0x9034_5678,
+            0x7734_5678,
+            0x0834_5678,
+        ],
+    );
+    // A NaN has no FP4 code: refused, and no lane is written.
+    let nan = per_lane(&[f(1.0), f(f32::NAN)]);
+    let (text, e) = gfx950_try(&pk_fp4, 0, [&nan, &b, &s], 0x1234_5678).unwrap_err();
+    assert_eq!(e.status(), Status::IllegalInstruction, "{text}");
+    assert!(
+        e.to_string().contains("lane 1 converts a NaN to FP4"),
+        "{e}"
+    );
+
+    // v_cvt_scalef32_pk_f32_fp4 v[4:5], v1, v3 op_sel:[1,0,0]: byte 1's nibbles.
+    let src = per_lane(&[0x0000_F200]);
+    let s = per_lane(&[0x4000_0000]); // 2.0: 2^1
+    let w = gfx950_try(
+        &[0x04, 0x08, 0x3F, 0xD2, 0x01, 0x07, 0x02, 0x00],
+        0,
+        [&src, &[0; WAVE_SIZE], &s],
+        0,
+    )
+    .unwrap();
+    assert_eq!((w.v(4, 0), w.v(5, 0)), (f(2.0), f(-12.0)));
+
+    // v_cvt_scalef32_pk_fp8_f16 v4, v1, v3: S0's f16 pair to D[15:0]; f16 denormals are
+    // kept whatever MODE says (§7.4): 2^-24 / 2^-16 = 2^-8 = 0x02.
+    let src = per_lane(&[0xC000_3C00, 0x0000_0001]);
+    let s = per_lane(&[ONE, 0x3780_0000]);
+    let w = gfx950_try(
+        &[0x04, 0x00, 0x40, 0xD2, 0x01, 0x07, 0x02, 0x00],
+        0,
+        [&src, &[0; WAVE_SIZE], &s],
+        0xAABB_CCDD,
+    )
+    .unwrap();
+    check("pk_fp8_f16", &w, 4, &[0xAABB_C038, 0xAABB_0002]);
+
+    // v_cvt_scalef32_pk_bf16_bf8 v4, v1, v3: 1.0·2^-7 → bf16 0x3C00, inf → 0x7F80.
+    let src = per_lane(&[0x0000_7C3C]);
+    let s = per_lane(&[TINY]);
+    let w = gfx950_try(
+        &[0x04, 0x00, 0x6A, 0xD2, 0x01, 0x07, 0x02, 0x00],
+        0,
+        [&src, &[0; WAVE_SIZE], &s],
+        0,
+    )
+    .unwrap();
+    assert_eq!(w.v(4, 0), 0x7F80_3C00);
+
+    // v_cvt_scalef32_f16_fp8 v4, v1, v3 op_sel:[1,0,1]: byte 1 (2.0) times 8 = 16.0 (f16
+    // 0x4C00) into D[31:16], D[15:0] kept.
+    let src = per_lane(&[0x0000_4000]);
+    let s = per_lane(&[EIGHT]);
+    let w = gfx950_try(
+        &[0x04, 0x48, 0x4A, 0xD2, 0x01, 0x07, 0x02, 0x00],
+        0,
+        [&src, &[0; WAVE_SIZE], &s],
+        0x1111_2222,
+    )
+    .unwrap();
+    assert_eq!(w.v(4, 0), 0x4C00_2222);
+
+    // A scale whose exponent field is 0xFF (E8M0 NaN) is refused, registers untouched.
+    let s = per_lane(&[ONE, 0x7F80_0000]);
+    let a = per_lane(&[f(1.0), f(1.0)]);
+    let (_, e) = gfx950_try(&pk_fp8, 0, [&a, &a, &s], 0x1234_5678).unwrap_err();
+    assert!(
+        e.to_string().contains("lane 1's scale exponent is 0xFF"),
+        "{e}"
+    );
+    // neg on an FP8 source: the decoder refuses the word, as LLVM 22 does.
+    let neg = [0x04, 0x08, 0x39, 0xD2, 0x01, 0x07, 0x02, 0x20];
+    let e = decode(&neg, Gfx9Target::Gfx950).unwrap_err();
+    assert!(
+        e.to_string().contains("neg/abs of an integer operand"),
+        "{e}"
+    );
+    // v_cvt_scalef32_pk_fp8_f16 v4, -v1, v3 (LLVM 22 encodes it): whether neg acts on one
+    // half or both is not documented, so it is refused.
+    let neg = [0x04, 0x00, 0x40, 0xD2, 0x01, 0x07, 0x02, 0x20];
+    let (text, e) = gfx950_try(&neg, 0, [&a, &a, &s], 7).unwrap_err();
+    assert_eq!(text, "v_cvt_scalef32_pk_fp8_f16 v4, -v1, v3");
+    assert!(
+        e.to_string().contains("neg/abs on a packed 16-bit source"),
+        "{e}"
+    );
+}
+
+/// gfx950's v_prng_b32 (CDNA4 ISA VOP1 88): (x << 1) ^ (x[31] ? 197 : 0).
+#[test]
+fn gfx950_prng_steps_its_lfsr() {
+    let a = per_lane(&[0x8000_0001, 0x1234_5678, 0, 0xFFFF_FFFF]);
+    let w = gfx950_step_mode(&[0x01, 0xB1, 0x08, 0x7E], 0, &a, &a, 0);
+    assert_eq!(
+        (w.v(4, 0), w.v(4, 1), w.v(4, 2), w.v(4, 3)),
+        (0xC7, 0x2468_ACF0, 0, 0xFFFF_FF3B)
+    );
 }

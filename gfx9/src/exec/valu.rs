@@ -378,6 +378,7 @@ pub(crate) fn valu<const DPP: bool>(
         // which the interpreter does not keep: nothing to do.
         Op::VNop | Op::VClrexcp => return Ok(()),
         Op::VPermlane16SwapB32 | Op::VPermlane32SwapB32 => return lane_swap(w, inst),
+        op if is_scaled_cvt(op) => return scaled_cvt(w, inst, lanes),
         Op::VMqsadU32U8 => {
             for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
                 let s0 = read(w, 0, lane);
@@ -582,6 +583,9 @@ pub(crate) fn valu<const DPP: bool>(
             Op::VFloorF32 => fr(floor32(fa)),
             Op::VNotB32 => !a32 as u64,
             Op::VBfrevB32 => a32.reverse_bits() as u64,
+            // gfx950's V_PRNG_B32 (CDNA4 ISA VOP1 88): one step of a Galois LFSR, the input
+            // shifted left once and XORed with 197 when its bit 31 was set.
+            Op::VPrngB32 => u64::from(a32 << 1 ^ if a32 >> 31 != 0 { 197 } else { 0 }),
             Op::VFfbhU32 => {
                 (if a32 == 0 {
                     u32::MAX
