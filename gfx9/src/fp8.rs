@@ -163,12 +163,16 @@ pub(crate) fn from_f64(x: f64, format: Format, sat: bool) -> u8 {
     }
 }
 
-/// `V_CVT_SR_FP8_F32`/`V_CVT_SR_BF8_F32`'s value before its conversion (CDNA3 ISA
-/// pseudocode): `x`'s mantissa plus `rnd[31:12]`, wrapping within the 23 mantissa bits,
-/// with `x`'s sign and exponent; then rounded as [`from_f32`].
+/// `V_CVT_SR_FP8_F32`/`V_CVT_SR_BF8_F32`'s value before its conversion: `x`'s mantissa
+/// plus the random dword's top bits, wrapping within the 23 mantissa bits, with `x`'s sign
+/// and exponent; then rounded as [`from_f32`]. The bits added are `rnd[31:12]` (CDNA3 ISA
+/// pseudocode, kept for gfx940-942's formats), and on gfx950 `rnd[31:12]` for FP8 and
+/// `rnd[31:11]` for BF8, the 20 or 21 mantissa bits each format drops (CDNA4 ISA VOP3
+/// opcodes 676 and 677).
 pub(crate) fn stochastic(x: f32, rnd: u32, format: Format, clamp: bool) -> u8 {
     let b = x.to_bits();
-    let mant = (b & 0x7F_FFFF).wrapping_add(rnd >> 12) & 0x7F_FFFF;
+    let shift = if format == Format::OcpBf8 { 11 } else { 12 };
+    let mant = (b & 0x7F_FFFF).wrapping_add(rnd >> shift) & 0x7F_FFFF;
     from_f32(f32::from_bits(b & 0xFF80_0000 | mant), format, clamp)
 }
 

@@ -578,6 +578,25 @@ pub(super) fn min_max(f: Fmt, a: u64, b: u64, max: bool, ieee: bool) -> u64 {
     }
 }
 
+/// IEEE 754-2019 `minimum`/`maximum` of float bits `a`, `b` (gfx950's `V_MINIMUM3_F32`,
+/// `V_MAXIMUM3_F32`, `V_PK_MINIMUM3_F16`, `V_PK_MAXIMUM3_F16`: CDNA4 ISA, "the IEEE
+/// minimum()", "a signaling NaN in either argument is propagated", the IEEE mode bit
+/// ignored): a NaN source gives a NaN, quieted (`a`'s first); −0 is below +0; otherwise the
+/// smaller (larger) value.
+pub(super) fn minimum_maximum(f: Fmt, a: u64, b: u64, max: bool) -> u64 {
+    if f.is_nan(a) {
+        return a | f.quiet;
+    }
+    if f.is_nan(b) {
+        return b | f.quiet;
+    }
+    if (f.key(a) < f.key(b)) != max {
+        a
+    } else {
+        b
+    }
+}
+
 /// `V_MED3_*` of float bits `a`, `b`, `c` (Vega ISA VOP3 `V_MED3_F32`): with a NaN source
 /// the [`min_max`] minimum of the three; otherwise the larger of the two sources other than
 /// the maximum (the first of them that equals the maximum when several do).

@@ -240,10 +240,11 @@ row("VOP3", "v_cvt_pk_fp8_f32 v_cvt_pk_bf8_f32 v_cvt_sr_fp8_f32 v_cvt_sr_bf8_f32
 row("VOP1", "v_prng_b32", "1 1")
 row("VOP1", "v_cvt_f32_bf16 v_permlane16_swap_b32 v_permlane32_swap_b32", "1 1")
 row("VOP2", "v_dot2c_f32_bf16", "1 1 1", "notrun")
-row("VOP3", "v_cvt_pk_f16_f32 v_cvt_pk_bf16_f32 v_cvt_sr_f16_f32 v_cvt_sr_bf16_f32", "1 1 1",
-    "noname notrun")
-row("VOP3", "v_minimum3_f32 v_maximum3_f32 v_ashr_pk_i8_i32 v_ashr_pk_u8_i32 v_bitop3_b16",
-    "1 1 1 1", "noname notrun")
+row("VOP3", "v_cvt_pk_f16_f32 v_cvt_pk_bf16_f32", "1 1 1", "noname")
+row("VOP3", "v_cvt_sr_f16_f32 v_cvt_sr_bf16_f32", "1 1 1", "noname notrun")
+row("VOP3", "v_minimum3_f32 v_maximum3_f32 v_ashr_pk_i8_i32 v_ashr_pk_u8_i32", "1 1 1 1",
+    "noname")
+row("VOP3", "v_bitop3_b16", "1 1 1 1", "noname notrun")
 row("VOP3", "v_bitop3_b32", "1 1 1 1", "noname")
 # The scaled FP8/BF8/FP4 conversions: source, then the f32 scale (and the stochastic-rounding
 # seed for `sr`), the packed result (or a pair of f32 results) in the destination. The

@@ -1099,8 +1099,8 @@ fn gfx950_instructions_it_does_not_run_are_refused_by_name() {
             "v_cvt_scalef32_sr_fp8_f32",
         ),
         (
-            &[0x02, 0x00, 0xA8, 0xD2, 0x01, 0x05, 0x0E, 0x04][..],
-            "v_minimum3_f32",
+            &[0x02, 0x00, 0xA6, 0xD2, 0x01, 0x05, 0x02, 0x00][..],
+            "v_cvt_sr_f16_f32",
         ),
         (
             &[0x00, 0x00, 0xC6, 0xD9, 0x01, 0x00, 0x00, 0x08][..],
@@ -1652,4 +1652,139 @@ fn gfx950_prng_steps_its_lfsr() {
         (w.v(4, 0), w.v(4, 1), w.v(4, 2), w.v(4, 3)),
         (0xC7, 0x2468_ACF0, 0, 0xFFFF_FF3B)
     );
+}
+
+/// gfx950's VOP3 additions with pseudocode in the CDNA4 ISA (VOP3 613..616, 676, 677, 680,
+/// 681), on LLVM 22's words; the expected values worked out by hand.
+#[test]
+fn gfx950_minimum3_packing_conversions_and_bf8_rounding() {
+    let f = |x: f32| x.to_bits();
+    const KEEP_F32: u32 = 0x30; // MODE FP_DENORM[5:4] = 3
+    const KEEP_F16: u32 = 0xC0; // MODE FP_DENORM[7:6] = 3
+    let run = |bytes: &[u8], mode: u32, src: [&[u32]; 3], d: u32| {
+        gfx950_try(bytes, mode, src, d).unwrap_or_else(|(t, e)| panic!("{t}: {e}"))
+    };
+    let lanes4 = |w: &Wave| [0, 1, 2, 3, 4].map(|l| w.v(4, l));
+
+    // v_minimum3_f32 / v_maximum3_f32 v4, v1, v2, v3: IEEE minimum/maximum, so a NaN wins
+    // (quieted: the signaling 0x7F80_0001 gives 0x7FC0_0001), and -0 < +0.
+    let a = per_lane(&[f(1.0), f(-0.0), 0x7FC0_0001, f(1.0), f(f32::INFINITY)]);
+    let b = per_lane(&[f(-2.0), f(0.0), f(1.0), 0x7F80_0001, f(f32::NEG_INFINITY)]);
+    let c = per_lane(&[f(3.0), f(0.0), f(2.0), f(5.0), 0]);
+    let w = run(
+        &[0x04, 0x00, 0xA8, 0xD2, 0x01, 0x05, 0x0E, 0x04],
+        0,
+        [&a, &b, &c],
+        0,
+    );
+    assert_eq!(
+        lanes4(&w),
+        [
+            f(-2.0),
+            f(-0.0),
+            0x7FC0_0001,
+            0x7FC0_0001,
+            f(f32::NEG_INFINITY)
+        ]
+    );
+    let w = run(
+        &[0x04, 0x00, 0xA9, 0xD2, 0x01, 0x05, 0x0E, 0x04],
+        0,
+        [&a, &b, &c],
+        0,
+    );
+    assert_eq!(
+        lanes4(&w),
+        [f(3.0), f(0.0), 0x7FC0_0001, 0x7FC0_0001, f(f32::INFINITY)]
+    );
+
+    // v_cvt_pk_f16_f32 v4, v1, v2: nearest even whatever MODE's rounding; 65520 (the
+    // midpoint of 65504 and the next binade) rounds to +inf; 1e-8 is under half the
+    // smallest f16 denormal; 2^-20 is the f16 denormal 0x0010, flushed unless MODE keeps
+    // f16 output denormals; 1 + 2^-11 and 1 + 3·2^-11 are ties that go to the even code.
+    let a = per_lane(&[f(1.0), f(65520.0), 0x7FC0_0000, f(1.0 + 2f32.powi(-11))]);
+    let b = per_lane(&[
+        f(-2.0),
+        f(1e-8),
+        f(2f32.powi(-20)),
+        f(1.0 + 3.0 * 2f32.powi(-11)),
+    ]);
+    let pk16 = [0x04, 0x00, 0x67, 0xD2, 0x01, 0x05, 0x02, 0x00];
+    let w = run(&pk16, 0, [&a, &b, &[0; WAVE_SIZE]], 0);
+    assert_eq!(
+        lanes4(&w)[..4],
+        [0xC000_3C00, 0x0000_7C00, 0x0000_7E00, 0x3C02_3C00]
+    );
+    let w = run(&pk16, KEEP_F16 | 3, [&a, &b, &[0; WAVE_SIZE]], 0);
+    assert_eq!(
+        w.v(4, 2),
+        0x0010_7E00,
+        "f16 denormal kept (and MODE rounding ignored)"
+    );
+    // With clamp: -2 → +0.
+    let w = run(
+        &[0x04, 0x80, 0x67, 0xD2, 0x01, 0x05, 0x02, 0x00],
+        0,
+        [&a, &b, &[0; WAVE_SIZE]],
+        0,
+    );
+    assert_eq!(w.v(4, 0), 0x0000_3C00);
+
+    // v_cvt_pk_bf16_f32 v4, v1, v2: ties to even (0x3F80_8000 → 0x3F80, 0x3F81_8000 →
+    // 0x3F82), a signaling NaN quieted, f32::MAX rounding to +inf, denormals as MODE's f32
+    // input mode says.
+    let a = per_lane(&[f(1.0), 0x3F80_8000, 0x7F80_0001, 0x0001_8000]);
+    let b = per_lane(&[f(-2.0), 0x3F81_8000, 0x7F7F_FFFF, 0x8001_0000]);
+    let pkbf = [0x04, 0x00, 0x68, 0xD2, 0x01, 0x05, 0x02, 0x00];
+    let w = run(&pkbf, KEEP_F32, [&a, &b, &[0; WAVE_SIZE]], 0);
+    assert_eq!(
+        lanes4(&w)[..4],
+        [0xC000_3F80, 0x3F82_3F80, 0x7F80_7FC0, 0x8001_0002]
+    );
+    let w = run(&pkbf, 0, [&a, &b, &[0; WAVE_SIZE]], 0);
+    assert_eq!(
+        w.v(4, 3),
+        0x8000_0000,
+        "f32 denormal inputs flushed by MODE 0"
+    );
+
+    // v_ashr_pk_i8_i32 v4, v1, v2, v3 and v_ashr_pk_u8_i32 ... op_sel:[0,0,0,1].
+    let a = per_lane(&[256, (-1i32) as u32, 40]);
+    let b = per_lane(&[(-1000i32) as u32, 0x7FFF_FFFF, (-40i32) as u32]);
+    let c = per_lane(&[1, 33, 2]);
+    let w = run(
+        &[0x04, 0x00, 0x65, 0xD2, 0x01, 0x05, 0x0E, 0x04],
+        0,
+        [&a, &b, &c],
+        0xAAAA_BBBB,
+    );
+    assert_eq!(lanes4(&w)[..3], [0xAAAA_807F, 0xAAAA_7FFF, 0xAAAA_F60A]);
+    let w = run(
+        &[0x04, 0x40, 0x66, 0xD2, 0x01, 0x05, 0x0E, 0x04],
+        0,
+        [&a, &b, &c],
+        0xAAAA_BBBB,
+    );
+    assert_eq!(lanes4(&w)[..3], [0x0080_BBBB, 0xFF00_BBBB, 0x000A_BBBB]);
+
+    // v_cvt_sr_bf8_f32 / v_cvt_sr_fp8_f32 v4, v1, v2 on gfx950: the seed's top 21 bits
+    // (BF8) or 20 bits (FP8) join 1.0's mantissa. 0xC000_0000 gives 1.1875 → BF8 1.25
+    // (0x3D) and 1.09375 → FP8 1.125 (0x39); 0x4000_0000 gives 1.0625 → 0x3C and 1.03125 →
+    // 0x38.
+    let one = per_lane(&[f(1.0), f(1.0)]);
+    let seed = per_lane(&[0xC000_0000, 0x4000_0000]);
+    let w = run(
+        &[0x04, 0x00, 0xA5, 0xD2, 0x01, 0x05, 0x02, 0x00],
+        0,
+        [&one, &seed, &[0; WAVE_SIZE]],
+        0x1234_5678,
+    );
+    assert_eq!((w.v(4, 0), w.v(4, 1)), (0x1234_563D, 0x1234_563C));
+    let w = run(
+        &[0x04, 0x00, 0xA4, 0xD2, 0x01, 0x05, 0x02, 0x00],
+        0,
+        [&one, &seed, &[0; WAVE_SIZE]],
+        0x1234_5678,
+    );
+    assert_eq!((w.v(4, 0), w.v(4, 1)), (0x1234_5639, 0x1234_5638));
 }

@@ -188,6 +188,15 @@ fn fp8_saturate(mode: u32, inst: &Instruction) -> bool {
     }
 }
 
+/// An f32 (bits) as a bf16, rounded to nearest even; a NaN stays a NaN of its sign, quieted.
+fn f32_to_bf16(x: u32) -> u16 {
+    if x & 0x7F80_0000 == 0x7F80_0000 && x & 0x7F_FFFF != 0 {
+        return (x >> 16) as u16 | 0x40;
+    }
+    let round = 0x7FFF + (x >> 16 & 1);
+    (x.wrapping_add(round) >> 16) as u16
+}
+
 pub(crate) fn sext24(v: u32) -> i64 {
     (((v << 8) as i32) >> 8) as i64
 }
@@ -379,6 +388,20 @@ pub(crate) fn valu<const DPP: bool>(
         Op::VNop | Op::VClrexcp => return Ok(()),
         Op::VPermlane16SwapB32 | Op::VPermlane32SwapB32 => return lane_swap(w, inst),
         op if is_scaled_cvt(op) => return scaled_cvt(w, inst, lanes),
+        // What gfx950's packing conversions do with these is not documented.
+        Op::VAshrPkI8I32 | Op::VAshrPkU8I32 if mods.op_sel & 7 != 0 => bail!(
+            Status::IllegalInstruction,
+            "{op}: op_sel {:#x} selects a half of a 32-bit source (not modelled)",
+            mods.op_sel
+        ),
+        Op::VCvtPkF16F32 | Op::VCvtPkBf16F32 if mods.omod != 0 => bail!(
+            Status::IllegalInstruction,
+            "{op}: an output modifier on a packed 16-bit result is not modelled"
+        ),
+        Op::VCvtPkBf16F32 if mods.clamp => bail!(
+            Status::IllegalInstruction,
+            "{op}: clamp of a bf16 result is not modelled"
+        ),
         Op::VMqsadU32U8 => {
             for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
                 let s0 = read(w, 0, lane);
@@ -682,6 +705,55 @@ pub(crate) fn valu<const DPP: bool>(
             Op::VMax3F32 => {
                 let ab = mode::min_max(mode::S, a & 0xFFFF_FFFF, b & 0xFFFF_FFFF, true, fm.ieee);
                 mode::min_max(mode::S, ab, c & 0xFFFF_FFFF, true, fm.ieee)
+            }
+            // gfx950 (CDNA4 ISA VOP3 680, 681): IEEE minimum/maximum of the three, NaN
+            // propagating.
+            Op::VMinimum3F32 | Op::VMaximum3F32 => {
+                let max = op == Op::VMaximum3F32;
+                let m = |x: u64, y: u64| mode::minimum_maximum(mode::S, x, y, max);
+                m(m(a & 0xFFFF_FFFF, b & 0xFFFF_FFFF), c & 0xFFFF_FFFF)
+            }
+            // gfx950's V_CVT_PK_F16_F32 / V_CVT_PK_BF16_F32 (CDNA4 ISA VOP3 615, 616): S0 to
+            // the low half, S1 to the high, rounded to nearest even whatever MODE says; the
+            // f16 results clamped with `clamp` and their denormals flushed as MODE's f16
+            // output mode says (V_CVT_F16_F32's rule). MODE has no bf16 field: bf16
+            // denormals are kept (the clamp is refused for bf16 before the lanes).
+            Op::VCvtPkF16F32 => {
+                let keep = mode::f64_f16_denorm(w.mode) & 2 != 0;
+                let half = |x: f32| {
+                    let mut h = f16::from_f64(f64::from(x));
+                    if mods.clamp {
+                        h = fm.clamp16(h);
+                    }
+                    if keep {
+                        h
+                    } else {
+                        mode::flush(mode::Kind::F16, u64::from(h)) as u16
+                    }
+                };
+                u64::from(half(fa)) | u64::from(half(fb)) << 16
+            }
+            Op::VCvtPkBf16F32 => u64::from(f32_to_bf16(a32)) | u64::from(f32_to_bf16(b32)) << 16,
+            // gfx950's V_ASHR_PK_I8_I32 / V_ASHR_PK_U8_I32 (CDNA4 ISA VOP3 613, 614): S0 and
+            // S1 shifted right arithmetically by S2[4:0], each saturated to a byte, the pair
+            // written to D's half op_sel[3], the other half kept (the pseudocode assigns
+            // only D0[15:0]).
+            Op::VAshrPkI8I32 | Op::VAshrPkU8I32 => {
+                let sh = c32 & 31;
+                let sat = |x: u32| {
+                    let v = (x as i32) >> sh;
+                    if op == Op::VAshrPkI8I32 {
+                        v.clamp(-128, 127) as u8
+                    } else {
+                        v.clamp(0, 255) as u8
+                    }
+                };
+                let pair = u32::from(sat(a32)) | u32::from(sat(b32)) << 8;
+                u64::from(if mods.op_sel & 8 != 0 {
+                    d_old & 0xFFFF | pair << 16
+                } else {
+                    d_old & 0xFFFF_0000 | pair
+                })
             }
             Op::VMed3F32 => mode::med3(
                 mode::S,
