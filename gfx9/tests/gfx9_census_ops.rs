@@ -167,13 +167,18 @@ fn reference(kernel: &str, a: u32, b: u32, c: u32) -> u32 {
         "v_pack_b32_f16_opsel110" => u32::from(hi(a)) | u32::from(hi(b)) << 16,
         "v_pack_b32_f16_neg" => u32::from(lo(a) ^ 0x8000) | u32::from(lo(b) & 0x7FFF) << 16,
         "v_bfm_b32" => (((1u64 << (a & 31)) - 1) << (b & 31)) as u32,
-        "v_mad_u16" => sat(
-            i64::from(lo(a)) * i64::from(lo(b)) + i64::from(lo(c)),
-            0,
-            0xFFFF,
-            clamp,
-            16,
-        ),
+        // v_mad_u16/i16 with op_sel[3] clear: the low half, the destination's (c's) high
+        // half kept (the ISA guides' note, against v_mad_legacy_*).
+        "v_mad_u16" => {
+            c & 0xFFFF_0000
+                | sat(
+                    i64::from(lo(a)) * i64::from(lo(b)) + i64::from(lo(c)),
+                    0,
+                    0xFFFF,
+                    clamp,
+                    16,
+                ) & 0xFFFF
+        }
         "v_mad_u16_opsel1101" => {
             let r = sat(
                 i64::from(hi(a)) * i64::from(hi(b)) + i64::from(lo(c)),
@@ -184,7 +189,10 @@ fn reference(kernel: &str, a: u32, b: u32, c: u32) -> u32 {
             );
             c & 0xFFFF | r << 16
         }
-        "v_mad_i16" => sat(ah * bh + ch, i16::MIN.into(), i16::MAX.into(), clamp, 16),
+        "v_mad_i16" => {
+            c & 0xFFFF_0000
+                | sat(ah * bh + ch, i16::MIN.into(), i16::MAX.into(), clamp, 16) & 0xFFFF
+        }
         "v_mad_u32_u16" => sat(
             i64::from(lo(a)) * i64::from(lo(b)) + i64::from(c),
             0,

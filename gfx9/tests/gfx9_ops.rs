@@ -303,7 +303,10 @@ fn reference(kernel: &str, a: u32, b: u32, c: u32, a_dpp: u32) -> Option<u32> {
         "v_madak_f32_lit" => mad32(1.5, fb, 1.5),
         _ if name.starts_with("v_madak_f16_k") => mad16(a, b, k_of(name)),
         _ if name.starts_with("v_madmk_f16_k") => mad16(a, k_of(name), b),
-        "v_mac_f16" | "v_mad_f16" => mad16(a, b, c),
+        "v_mac_f16" => mad16(a, b, c),
+        // VOP3-only v_mad_f16 keeps the destination's (c's) high half (the ISA guides' op_sel
+        // note); v_mac_f16 (VOP2) zeroes it.
+        "v_mad_f16" => c & 0xFFFF_0000 | mad16(a, b, c) & 0xFFFF,
         "v_mad_legacy_f32" => {
             let (x, y) = (flush32(fa), flush32(fb));
             if x == 0.0 || y == 0.0 {

@@ -359,6 +359,19 @@ fn result16(op: Op) -> bool {
         )
 }
 
+/// gfx9's VOP3-only 16-bit multiply-adds (`V_MAD_F16`, `V_MAD_U16`, `V_MAD_I16`,
+/// `V_FMA_F16`, `V_DIV_FIXUP_F16`, VOP3 opcodes 515..519 in the CDNA ISA guides' numbering)
+/// write a result with op_sel[3] clear into the low half and keep the high half: their
+/// notes in the ISA guides ("hi 16 bits are preserved"), against their `_LEGACY` forms,
+/// which write it as 0 ("this is different from V_MAD_U16"). Every other 16-bit result
+/// without op_sel[3] zeroes the high half, as LLVM's `zeroesHigh16BitsOfDest` knows for gfx9.
+fn keeps_high16(op: Op) -> bool {
+    matches!(
+        op,
+        Op::VMadF16 | Op::VMadU16 | Op::VMadI16 | Op::VFmaF16 | Op::VDivFixupF16
+    )
+}
+
 /// Src0 of no lane: what non-DPP instructions pass as `dpp_src0`.
 pub(crate) const NO_DPP_SRC0: [u32; WAVE_SIZE] = [0; WAVE_SIZE];
 
@@ -1284,6 +1297,9 @@ pub(crate) fn valu<const DPP: bool>(
         let r = if mods.op_sel & 8 != 0 && result16(op) {
             // op_sel[3]: the 16-bit result goes to the high half, the low half is kept.
             u64::from(d_old & 0xFFFF) | (r & 0xFFFF) << 16
+        } else if keeps_high16(op) {
+            // op_sel[3] clear: the low half, the high half kept.
+            u64::from(d_old & 0xFFFF_0000) | r & 0xFFFF
         } else {
             r
         };
