@@ -342,7 +342,8 @@ row("VOP3P", "v_mad_mix_f32 v_mad_mixlo_f16 v_mad_mixhi_f16", "1 1 1 1")
 row("VOP3P", "v_fma_mix_f32 v_fma_mixlo_f16 v_fma_mixhi_f16", "1 1 1 1")
 row("VOP3P", "v_pk_fma_f32", "2 2 2 2")
 # gfx950: the bf16 dot product and the packed f16 IEEE minimum3/maximum3.
-row("VOP3P", "v_dot2_f32_bf16 v_pk_minimum3_f16 v_pk_maximum3_f16", "1 1 1 1", "notrun")
+row("VOP3P", "v_dot2_f32_bf16", "1 1 1 1", "notrun")
+row("VOP3P", "v_pk_minimum3_f16 v_pk_maximum3_f16", "1 1 1 1")
 # Matrix (MAI) instructions, VOP3P-MAI encoding: gfx908 (CDNA1), gfx90a (CDNA2), gfx940+
 # (CDNA3, which renames them: `_<blocks>b_` infixes, `_1k` bf16 forms as plain `bf16`). Widths:
 # D, A, B, C in dwords. `mai` rows keep only the targets whose llvm-mc prints the same name.

@@ -300,7 +300,8 @@ def rounding(name):
                               "v_cvt_f32_ubyte", "v_cube", "v_cvt_f32_fp8", "v_cvt_f32_bf8",
                               "v_cvt_pk_f32_fp8", "v_cvt_pk_f32_bf8", "v_cvt_pk_fp8",
                               "v_cvt_pk_bf8", "v_cvt_sr_", "v_cvt_scalef32_", "v_prng_",
-                              "v_cvt_pk_f16_f32", "v_cvt_pk_bf16_f32", "v_ashr_pk_"))
+                              "v_cvt_pk_f16_f32", "v_cvt_pk_bf16_f32", "v_ashr_pk_",
+                              "v_pk_minimum3_", "v_pk_maximum3_"))
              or name in MODE_INDEPENDENT or name.startswith(APPROXIMATE)
              or name.startswith(("v_floor", "v_ceil", "v_trunc", "v_rndne", "v_cvt_f64_f32",
                                  "v_cvt_f32_f16")))

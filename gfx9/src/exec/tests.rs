@@ -1788,3 +1788,31 @@ fn gfx950_minimum3_packing_conversions_and_bf8_rounding() {
     );
     assert_eq!((w.v(4, 0), w.v(4, 1)), (0x1234_5639, 0x1234_5638));
 }
+
+/// gfx950's v_pk_minimum3_f16 / v_pk_maximum3_f16 (CDNA4 ISA VOP3P 27, 28; LLVM 22's words):
+/// per half the IEEE minimum/maximum of three (a NaN wins, quieted; -0 < +0), the halves
+/// picked by op_sel/op_sel_hi as for the other packed f16 instructions.
+#[test]
+fn gfx950_packed_minimum3_and_maximum3() {
+    let a = per_lane(&[0xC000_3C00, 0x0000_7C01]);
+    let b = per_lane(&[0x7E01_8000]);
+    let c = per_lane(&[0x4000_0000]);
+    let w = gfx950_try(
+        &[0x04, 0x40, 0x9B, 0xD3, 0x01, 0x05, 0x0E, 0x1C],
+        0,
+        [&a, &b, &c],
+        0,
+    )
+    .unwrap();
+    assert_eq!((w.v(4, 0), w.v(4, 1)), (0x7E01_8000, 0x0000_7E01));
+    // v_pk_maximum3_f16 v4, v1, v2, v3 op_sel:[1,0,0] op_sel_hi:[0,1,1]: the low result
+    // takes S0's high half (-2) and the high result S0's low half (1.0).
+    let w = gfx950_try(
+        &[0x04, 0x48, 0x9C, 0xD3, 0x01, 0x05, 0x0E, 0x14],
+        0,
+        [&a, &b, &c],
+        0,
+    )
+    .unwrap();
+    assert_eq!(w.v(4, 0), 0x7E01_0000);
+}

@@ -389,6 +389,12 @@ pub(crate) fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
                 Op::VPkMulF16 => f16::mul(a, b),
                 Op::VPkMinF16 => mode::min_max(mode::H, a.into(), b.into(), false, fm.ieee) as u16,
                 Op::VPkMaxF16 => mode::min_max(mode::H, a.into(), b.into(), true, fm.ieee) as u16,
+                // gfx950 (CDNA4 ISA VOP3P 27, 28): IEEE minimum/maximum of the three halves.
+                Op::VPkMinimum3F16 | Op::VPkMaximum3F16 => {
+                    let max = op == Op::VPkMaximum3F16;
+                    let m = |x: u64, y: u64| mode::minimum_maximum(mode::H, x, y, max);
+                    m(m(a.into(), b.into()), c.into()) as u16
+                }
                 _ => return Err(not_implemented(inst)),
             };
             let r = if float && fm.round64 != 0 {
