@@ -462,7 +462,7 @@ row("MUBUF", "buffer_wbinvl1 buffer_wbinvl1_vol buffer_wbl2 buffer_invl2 buffer_
 row("MUBUF", "buffer_atomic_add_f32 buffer_atomic_pk_add_f16", "1 1", "atomic")
 row("MUBUF", "buffer_atomic_add_f64 buffer_atomic_min_f64 buffer_atomic_max_f64", "2 2", "atomic")
 row("MUBUF", "buffer_store_lds_dword", "0")
-row("MUBUF", "buffer_atomic_pk_add_bf16", "1 1", "atomic notrun")
+row("MUBUF", "buffer_atomic_pk_add_bf16", "1 1", "atomic")
 # Image memory (MIMG, gfx900..gfx90a): the data and address widths follow the instruction's
 # dmask, d16, tfe and the image type, so the table only says whether there is a result (1) and
 # store data (1); the decoder sizes the registers.

@@ -1816,3 +1816,42 @@ fn gfx950_packed_minimum3_and_maximum3() {
     .unwrap();
     assert_eq!(w.v(4, 0), 0x7E01_0000);
 }
+
+/// gfx950's `buffer_atomic_pk_add_bf16` (LLVM 22's words): each bf16 half of the memory
+/// dword plus the matching half of the data, as the gfx942 `global_atomic_pk_add_bf16`
+/// does; with `sc0` the old dword comes back.
+#[test]
+fn gfx950_buffer_atomic_pk_add_bf16() {
+    let mem = BufMemory::new(4);
+    // Dword 0: (1.0, 2.0); dword 1: (1.0, 1.0).
+    mem.write(BufMemory::BASE, &0x4000_3F80u32.to_le_bytes())
+        .unwrap();
+    mem.write(BufMemory::BASE + 4, &0x3F80_3F80u32.to_le_bytes())
+        .unwrap();
+    for (bytes, dword, want_mem, want_v1) in [
+        // buffer_atomic_pk_add_bf16 v1, off, s[8:11], 0: (1+1, 2-1) = (2.0, 1.0).
+        (
+            [0x00, 0x00, 0x48, 0xE1, 0x00, 0x01, 0x02, 0x80],
+            0,
+            0x3F80_4000,
+            0xBF80_3F80,
+        ),
+        // ... offset:4 sc0: (1+1, 1-1) = (2.0, 0), the old dword returned.
+        (
+            [0x04, 0x40, 0x48, 0xE1, 0x00, 0x01, 0x02, 0x80],
+            1,
+            0x0000_4000,
+            0x3F80_3F80,
+        ),
+    ] {
+        let inst = decode(&bytes, Gfx9Target::Gfx950).unwrap();
+        let mut w = Wave::new(0x1000, false);
+        w.sreg[8..12].copy_from_slice(&[BufMemory::BASE as u32, 0, 64, 0]);
+        w.set_exec(1);
+        w.set_v(1, 0, 0xBF80_3F80); // (1.0, -1.0)
+        general_step(&mut w, &inst, 0x1000, &mem, &mut [])
+            .unwrap_or_else(|e| panic!("{inst}: {e}"));
+        assert_eq!(mem.dword(dword), want_mem, "{inst}");
+        assert_eq!(w.v(1, 0), want_v1, "{inst}");
+    }
+}
