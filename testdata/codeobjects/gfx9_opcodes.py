@@ -381,11 +381,14 @@ for names, widths in (
          + " ".join("v_smfmac_f32_32x32x32_%s_%s" % (a, b) for a in ("bf8", "fp8")
                     for b in ("bf8", "fp8")), "16 2 4 1")):
     row("VOP3P", names, widths, "mai")
-# gfx950: the MFMAs with twice gfx942's K (A and B four dwords), their sparse forms.
+# gfx950: the MFMAs with twice gfx942's K (A and B four dwords; the interpreter runs them
+# with the CDNA4 ISA's layout, 7.1.4), their sparse forms (not run yet).
 for names, widths in (
         ("v_mfma_f32_16x16x32_f16 v_mfma_f32_16x16x32_bf16 v_mfma_i32_16x16x64_i8", "4 4 4 4"),
         ("v_mfma_f32_32x32x16_f16 v_mfma_f32_32x32x16_bf16 v_mfma_i32_32x32x32_i8",
-         "16 4 4 16"),
+         "16 4 4 16")):
+    row("VOP3P", names, widths, "mai")
+for names, widths in (
         ("v_smfmac_f32_16x16x64_f16 v_smfmac_f32_16x16x64_bf16 v_smfmac_i32_16x16x128_i8 "
          + " ".join("v_smfmac_f32_16x16x128_%s_%s" % (a, b) for a in ("bf8", "fp8")
                     for b in ("bf8", "fp8")), "4 4 8 1"),

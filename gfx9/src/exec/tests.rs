@@ -1090,9 +1090,9 @@ fn cache_control_instructions_reach_the_l2_by_target_and_scope() {
 #[test]
 fn gfx950_instructions_it_does_not_run_are_refused_by_name() {
     let mem = BufMemory::new(64);
-    // LLVM 22's llvm-mc -mcpu=gfx950: v_prng_b32_e32 v2, v1; v_minimum3_f32 v2, v1, v2, v3;
-    // ds_read_b64_tr_b16 v[8:9], v1; v_mfma_f32_16x16x32_f16 a[0:3], v[40:43],
-    // v[44:47], a[0:3].
+    // LLVM 22's llvm-mc -mcpu=gfx950: v_cvt_scalef32_sr_fp8_f32 v2, v1, v2, v3;
+    // v_cvt_sr_f16_f32 v2, v1, v2; ds_read_b64_tr_b16 v[8:9], v1;
+    // v_smfmac_f32_16x16x64_f16 v[8:11], v[12:15], v[16:23], v2.
     for (bytes, name) in [
         (
             &[0x02, 0x00, 0x37, 0xD2, 0x01, 0x05, 0x0E, 0x04][..],
@@ -1107,8 +1107,8 @@ fn gfx950_instructions_it_does_not_run_are_refused_by_name() {
             "ds_read_b64_tr_b16",
         ),
         (
-            &[0x00, 0x80, 0xD4, 0xD3, 0x28, 0x59, 0x02, 0x04][..],
-            "v_mfma_f32_16x16x32_f16",
+            &[0x08, 0x00, 0xDA, 0xD3, 0x0C, 0x21, 0x0A, 0x04][..],
+            "v_smfmac_f32_16x16x64_f16",
         ),
     ] {
         let inst = decode(bytes, Gfx9Target::Gfx950).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -1853,5 +1853,95 @@ fn gfx950_buffer_atomic_pk_add_bf16() {
             .unwrap_or_else(|e| panic!("{inst}: {e}"));
         assert_eq!(mem.dword(dword), want_mem, "{inst}");
         assert_eq!(w.v(1, 0), want_v1, "{inst}");
+    }
+}
+
+/// gfx950's dense MFMAs with twice gfx942's K (LLVM 22's words) in the layout of the CDNA4
+/// ISA's tables (§7.1.5.1 "BF16", "IU8"; the §7.1.4 formulas): A[i][k] in lane
+/// `i + M·(k / K_L)`, item `k % K_L` (K_L = 8 for f16/bf16, 16 for i8); D[i][j] in lane
+/// `j + N·((i / 4) % M_I)`, item `i % 4 + 4·(i / (4·M_I))` (M_I = 64 / N). The values are
+/// small integers, so every sum is exact and D is compared bit for bit with a host product.
+/// (A K order shared by A and B gives the same D, so what this checks is which lanes hold
+/// which rows and K groups, and where D lands; seen failing with either changed.)
+#[test]
+fn gfx950_wide_k_mfmas() {
+    // (word, M, K, bits per element, float kind: 0 i8, 1 f16, 2 bf16).
+    let cases: [([u8; 8], usize, usize, u32, u8); 3] = [
+        // v_mfma_f32_16x16x32_f16 v[0:3], v[4:7], v[8:11], 0
+        (
+            [0x00, 0x00, 0xD4, 0xD3, 0x04, 0x11, 0x02, 0x02],
+            16,
+            32,
+            16,
+            1,
+        ),
+        // v_mfma_i32_32x32x32_i8 v[0:15], v[16:19], v[20:23], 0
+        (
+            [0x00, 0x00, 0xB8, 0xD3, 0x10, 0x29, 0x02, 0x02],
+            32,
+            32,
+            8,
+            0,
+        ),
+        // v_mfma_f32_32x32x16_bf16 v[0:15], v[16:19], v[20:23], 0
+        (
+            [0x00, 0x00, 0xB7, 0xD3, 0x10, 0x29, 0x02, 0x02],
+            32,
+            16,
+            16,
+            2,
+        ),
+    ];
+    for (word, m, k, bits, kind) in cases {
+        let inst = decode(&word, Gfx9Target::Gfx950).unwrap();
+        let (a_reg, b_reg) = if m == 16 { (4, 8) } else { (16, 20) };
+        let kl = 4 * 32 / bits as usize;
+        // Small integers -4..=4 as i8, f16 or bf16 bits.
+        let val = |x: i32| -> u32 {
+            match kind {
+                0 => x as u8 as u32,
+                1 => u32::from(half::f16::from_f32(x as f32).to_bits()),
+                _ => u32::from(half::bf16::from_f32(x as f32).to_bits()),
+            }
+        };
+        let a_of = |i: usize, kk: usize| ((i * 3 + kk * 5) % 9) as i32 - 4;
+        let b_of = |kk: usize, j: usize| ((kk * 7 + j * 2) % 9) as i32 - 4;
+        let mut w = Wave::new(0x1000, false);
+        w.set_exec(u64::MAX);
+        for lane in 0..WAVE_SIZE {
+            for r in 0..4 {
+                w.set_v(a_reg + r, lane, 0);
+                w.set_v(b_reg + r, lane, 0);
+            }
+        }
+        let put = |w: &mut Wave, reg: usize, lane: usize, item: usize, v: u32| {
+            let (r, sh) = (reg + item * bits as usize / 32, item * bits as usize % 32);
+            let old = w.v(r, lane);
+            let mask = (((1u64 << bits) - 1) as u32) << sh;
+            w.set_v(r, lane, old & !mask | (v << sh) & mask);
+        };
+        for i in 0..m {
+            for kk in 0..k {
+                let lane = i + m * (kk / kl);
+                put(&mut w, a_reg, lane, kk % kl, val(a_of(i, kk)));
+                put(&mut w, b_reg, lane, kk % kl, val(b_of(kk, i)));
+            }
+        }
+        general_step(&mut w, &inst, 0x1000, &BufMemory::new(16), &mut [])
+            .unwrap_or_else(|e| panic!("{inst}: {e}"));
+        let m_i = 64 / m;
+        for i in 0..m {
+            for j in 0..m {
+                let want: i32 = (0..k).map(|kk| a_of(i, kk) * b_of(kk, j)).sum();
+                let (lane, item) = (j + m * ((i / 4) % m_i), i % 4 + 4 * (i / (4 * m_i)));
+                let got = w.v(item, lane);
+                let want = if kind == 0 {
+                    want as u32
+                } else {
+                    (want as f32).to_bits()
+                };
+                assert_eq!(got, want, "{inst}: D[{i}][{j}] (v{item} lane {lane})");
+            }
+        }
     }
 }
