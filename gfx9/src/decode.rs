@@ -1564,7 +1564,27 @@ fn mai(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<In
         _ => {}
     }
     let acc_cd = target == Gfx9Target::Gfx908 || w0 >> 15 & 1 != 0;
-    let [wd, wa, wb, wc] = info.widths;
+    let [wd, mut wa, mut wb, wc] = info.widths;
+    if info
+        .op
+        .attrs()
+        .mfma
+        .is_some_and(|m| m.elem == crate::op::Elem::F8f6f4)
+    {
+        // gfx950's f8f6f4 MFMAs: A's registers follow its format in cbsz, B's in blgp (CDNA4
+        // ISA §7.1.5: FP8/BF8 8, FP6/BF6 6, FP4 4; LLVM 22 decodes the undefined codes 5..7
+        // with 8). abid (the scaled form's scale enable) must be 0: LLVM 22 rejects the word.
+        let regs = |code: u32| match code {
+            2 | 3 => 6,
+            4 => 4,
+            _ => 8,
+        };
+        wa = regs(w0 >> 8 & 7);
+        wb = regs(w1 >> 29);
+        if w0 >> 11 & 0xF != 0 {
+            return Err(mai_illegal(w, info.name, "abid of an f8f6f4 MFMA"));
+        }
+    }
     let vdst = w0 & 0xFF;
     inst.dst = vector_range(vdst + 256, wd, acc_cd, w, "vdst")?;
     inst.src[0] = vector_range(w1 & 0x1FF, wa, w1 >> 27 & 1 != 0, w, "src0 (A)")?;

@@ -1165,6 +1165,44 @@ mod tests {
         );
     }
 
+    /// gfx950's f8f6f4 MFMAs as LLVM 22 disassembles them: A's registers follow cbsz, B's
+    /// blgp (FP8/BF8 8, FP6/BF6 6, FP4 4; the undefined codes 5..7 decode with 8); abid
+    /// set is refused, as LLVM 22 refuses it.
+    #[test]
+    fn gfx950_f8f6f4_operand_widths() {
+        let t = Gfx9Target::Gfx950;
+        for (w, want) in [
+            (
+                [0xD3AD_0000, 0x0402_1904],
+                "v_mfma_f32_16x16x128_f8f6f4 v[0:3], v[4:11], v[12:19], v[0:3]",
+            ),
+            (
+                [0xD3AD_0200, 0x8402_1904],
+                "v_mfma_f32_16x16x128_f8f6f4 v[0:3], v[4:9], v[12:15], v[0:3] cbsz:2 blgp:4",
+            ),
+            (
+                [0xD3AE_0400, 0x6202_2910],
+                "v_mfma_f32_32x32x64_f8f6f4 v[0:15], v[16:19], v[20:25], 0 cbsz:4 blgp:3",
+            ),
+            (
+                [0xD3AD_8100, 0x2402_1904],
+                "v_mfma_f32_16x16x128_f8f6f4 a[0:3], v[4:11], v[12:19], a[0:3] cbsz:1 blgp:1",
+            ),
+            (
+                [0xD3AD_0500, 0x0402_1904],
+                "v_mfma_f32_16x16x128_f8f6f4 v[0:3], v[4:11], v[12:19], v[0:3] cbsz:5",
+            ),
+        ] {
+            assert_eq!(text(&w, t), want, "{w:08x?}");
+        }
+        let b: alloc::vec::Vec<u8> = [0xD3AD_0800u32, 0x0402_1904]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        let e = crate::decode(&b, t).unwrap_err();
+        assert!(e.to_string().contains("abid of an f8f6f4 MFMA"), "{e}");
+    }
+
     /// gfx950's operands that live in other fields, as LLVM 22's llvm-mc encodes and prints
     /// them (`llvm-mc -mcpu=gfx950 -show-encoding`): v_bitop3's truth table in neg/abs/omod,
     /// the lane swaps' `bound_ctrl`/`fi` in op_sel.

@@ -163,6 +163,72 @@ pub(crate) fn from_f64(x: f64, format: Format, sat: bool) -> u8 {
     }
 }
 
+/// gfx950's 6-bit and 4-bit floats (CDNA4 ISA §7.3 table 30): FP6 E2M3 (bias 1, largest
+/// 7.5), BF6 E3M2 (bias 3, largest 28), FP4 E2M1 (bias 1: 0, 0.5, 1, 1.5, 2, 3, 4, 6); no
+/// infinity, no NaN; the top bit is the sign.
+pub(crate) mod small {
+    /// The value of a magnitude `m` of `mbits` mantissa bits and exponent bias `bias`.
+    fn magnitude(m: u8, mbits: u32, bias: i32) -> f64 {
+        let (e, f) = (i32::from(m >> mbits), f64::from(m & ((1 << mbits) - 1)));
+        let f = f / f64::from(1u32 << mbits);
+        if e == 0 {
+            f * 2f64.powi(1 - bias)
+        } else {
+            (1.0 + f) * 2f64.powi(e - bias)
+        }
+    }
+
+    fn signed(code: u8, width: u32, v: f64) -> f64 {
+        if code >> (width - 1) & 1 != 0 {
+            -v
+        } else {
+            v
+        }
+    }
+
+    /// A 6-bit FP6 (E2M3; `bf6`: BF6, E3M2) code as an f64 (exact).
+    pub(crate) fn fp6_to_f64(code: u8, bf6: bool) -> f64 {
+        let m = code & 0x1F;
+        let v = if bf6 {
+            magnitude(m, 2, 3)
+        } else {
+            magnitude(m, 3, 1)
+        };
+        signed(code, 6, v)
+    }
+
+    /// The value of an FP4 magnitude (3 bits).
+    pub(crate) fn fp4_magnitude(m: u8) -> f64 {
+        magnitude(m & 7, 1, 1)
+    }
+
+    /// A 4-bit FP4 (E2M1) code as an f64 (exact).
+    pub(crate) fn fp4_to_f64(code: u8) -> f64 {
+        signed(code, 4, fp4_magnitude(code))
+    }
+
+    /// `x` in FP4, rounded to nearest even, saturated to ±6, a zero keeping its sign; `None`
+    /// for a NaN (FP4 has none).
+    pub(crate) fn fp4_from_f64(x: f64) -> Option<u8> {
+        if x.is_nan() {
+            return None;
+        }
+        let sign = if x.is_sign_negative() { 8 } else { 0 };
+        let a = x.abs();
+        let mut m = 0u8;
+        while m < 7 && fp4_magnitude(m + 1) <= a {
+            m += 1;
+        }
+        if m < 7 {
+            let (db, da) = (a - fp4_magnitude(m), fp4_magnitude(m + 1) - a);
+            if da < db || (da == db && m & 1 == 1) {
+                m += 1;
+            }
+        }
+        Some(sign | m)
+    }
+}
+
 /// `V_CVT_SR_FP8_F32`/`V_CVT_SR_BF8_F32`'s value before its conversion: `x`'s mantissa
 /// plus the random dword's top bits, wrapping within the 23 mantissa bits, with `x`'s sign
 /// and exponent; then rounded as [`from_f32`]. The bits added are `rnd[31:12]` (CDNA3 ISA
@@ -291,6 +357,31 @@ mod tests {
         }
         assert_eq!(Format::of(false, crate::Gfx9Target::Gfx950), f);
         assert_eq!(Format::of(true, crate::Gfx9Target::Gfx942), Format::Bf8);
+    }
+
+    /// Table 30's largest and smallest values of FP6, BF6 and FP4 (the literals grouped as
+    /// sign, exponent, mantissa).
+    #[test]
+    #[allow(clippy::unusual_byte_groupings)]
+    fn six_and_four_bit_values() {
+        use super::small::*;
+        // FP6 S.11.111 = 7.5, S.01.000 = 1.0, S.00.001 = 0.125; BF6 S.111.11 = 28,
+        // S.001.00 = 0.25; FP4 S.11.1 = 6, S.01.0 = 1, S.0.01 = 0.5. (Table 30 gives BF6's
+        // smallest denormal as "S.000.11 = 0.0675"; by the format S.000.01 is 2^-4 = 0.0625
+        // and S.000.11 is 0.1875.)
+        assert_eq!(fp6_to_f64(0b0_000_01, true), 0.0625);
+        assert_eq!(fp6_to_f64(0b0_11_111, false), 7.5);
+        assert_eq!(fp6_to_f64(0b1_01_000, false), -1.0);
+        assert_eq!(fp6_to_f64(0b0_00_001, false), 0.125);
+        assert_eq!(fp6_to_f64(0b0_111_11, true), 28.0);
+        assert_eq!(fp6_to_f64(0b0_001_00, true), 0.25);
+        assert_eq!(fp6_to_f64(0b1_000_11, true), -0.1875);
+        assert_eq!(fp4_to_f64(0b0111), 6.0);
+        assert_eq!(fp4_to_f64(0b1010), -1.0);
+        assert_eq!(fp4_to_f64(0b0001), 0.5);
+        assert_eq!(fp4_from_f64(5.0), Some(6)); // the tie 5 goes to 4 (even code 6)
+        assert_eq!(fp4_from_f64(-100.0), Some(0xF));
+        assert_eq!(fp4_from_f64(f64::NAN), None);
     }
 
     #[test]

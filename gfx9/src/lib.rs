@@ -94,8 +94,9 @@ pub enum Gfx9Target {
     /// FP8/BF8/FP4 conversions but the stochastic-rounding ones (`exec/scaled.rs`),
     /// `v_minimum3_f32`/`v_maximum3_f32`, `v_pk_minimum3_f16`/`v_pk_maximum3_f16`,
     /// `v_cvt_pk_f16_f32`/`v_cvt_pk_bf16_f32`, `v_ashr_pk_i8_i32`/`v_ashr_pk_u8_i32`,
-    /// `buffer_atomic_pk_add_bf16` and the dense f16/bf16/i8 MFMAs with twice gfx942's K,
-    /// and stops at the others with an illegal-instruction error naming them.
+    /// `buffer_atomic_pk_add_bf16`, the dense f16/bf16/i8 MFMAs with twice gfx942's K and
+    /// the f8f6f4 MFMAs (A's and B's formats in cbsz/blgp), and stops at the others with an
+    /// illegal-instruction error naming them.
     Gfx950,
 }
 

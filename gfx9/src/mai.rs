@@ -50,9 +50,24 @@ const fn bits(elem: Elem) -> u32 {
     match elem {
         Elem::F32 | Elem::Xf32 => 32,
         Elem::F16 | Elem::Bf16 => 16,
-        Elem::I8 | Elem::Fp8 | Elem::Bf8 => 8,
+        Elem::I8 | Elem::Fp8 | Elem::Bf8 | Elem::F8f6f4 => 8,
+        Elem::Fp6 | Elem::Bf6 => 6,
+        Elem::Fp4 => 4,
         Elem::F64 => 64,
     }
+}
+
+/// The format of an f8f6f4 MFMA's matrix by its `cbsz` (A) or `blgp` (B) code (CDNA4 ISA
+/// §7.1.5: 0 E4M3, 1 E5M2, 2 E2M3, 3 E3M2, 4 E2M1); `None` for 5..7.
+fn f8f6f4_format(code: u8) -> Option<Elem> {
+    Some(match code {
+        0 => Elem::Fp8,
+        1 => Elem::Bf8,
+        2 => Elem::Fp6,
+        3 => Elem::Bf6,
+        4 => Elem::Fp4,
+        _ => return None,
+    })
 }
 
 /// The dimensions of an MFMA, from its mnemonic and operand widths.
@@ -68,6 +83,9 @@ struct Shape {
     elem: Elem,
     b_elem: Elem,
     sparse: bool,
+    /// gfx950's `v_mfma_*_f8f6f4`: `elem`/`b_elem` come from `cbsz`/`blgp`, which broadcast
+    /// nothing, and each format has its own layout ([`Shape::input_at_in`]).
+    f8f6f4: bool,
 }
 
 impl Shape {
@@ -91,7 +109,17 @@ impl Shape {
             wd as usize
         };
         let blocks = out_dwords * WAVE_SIZE / (m * n).max(1);
-        let kl = wb as usize * 32 / bits(elem) as usize;
+        let f8f6f4 = elem == Elem::F8f6f4;
+        let (elem, b_elem, kl) = if f8f6f4 {
+            // 32 values of each matrix per lane whatever the format (K / (64 / M)).
+            (
+                f8f6f4_format(inst.mods.cbsz)?,
+                f8f6f4_format(inst.mods.blgp)?,
+                32,
+            )
+        } else {
+            (elem, b_elem, wb as usize * 32 / bits(elem) as usize)
+        };
         let shape = Shape {
             m,
             n,
@@ -101,10 +129,28 @@ impl Shape {
             elem,
             b_elem,
             sparse,
+            f8f6f4,
         };
         // Every lane holds one (row, k-group, block) of A: the layout covers the wave.
         let groups = k / kl.max(1);
         (kl > 0 && k % kl == 0 && m * groups * blocks == WAVE_SIZE && m == n).then_some(shape)
+    }
+
+    /// Lane and element index of `A[i][k]` (or `B[k][i]`) of block `b` when that matrix's
+    /// elements are `elem`s: an f8f6f4 MFMA's layout depends on the format (CDNA4 ISA
+    /// §7.1.5.1's tables, K values per lane group `g = lane / M`): FP8/BF8 hold K positions
+    /// `16g..16g+16` in their first four registers and `K/2 + 16g..` in the next four,
+    /// FP6/BF6/FP4 hold `32g..32g+32` in order; the other MFMAs follow [`Shape::input_at`].
+    fn input_at_in(&self, i: usize, k: usize, b: usize, elem: Elem) -> (usize, usize) {
+        if !self.f8f6f4 {
+            return self.input_at(i, k, b);
+        }
+        let (g, e) = match elem {
+            Elem::Fp8 | Elem::Bf8 if k < self.k / 2 => (k / 16, k % 16),
+            Elem::Fp8 | Elem::Bf8 => ((k - self.k / 2) / 16, 16 + (k - self.k / 2) % 16),
+            _ => (k / 32, k % 32),
+        };
+        (i + self.m * g, e)
     }
 
     /// Lane and element index of `A[i][k]` (or `B[k][i]`) of block `b`.
@@ -173,6 +219,19 @@ fn element(
             let hi = vsrc_dword(w, op, lane, dword + 1);
             f64::from_bits(u64::from(v) | u64::from(hi) << 32)
         }
+        // Packed little-endian across the registers: a 6-bit element may span two.
+        Elem::Fp6 | Elem::Bf6 => {
+            let hi = if shift > 26 {
+                vsrc_dword(w, op, lane, dword + 1)
+            } else {
+                0
+            };
+            let code = ((u64::from(v) | u64::from(hi) << 32) >> shift) as u8 & 0x3F;
+            fp8::small::fp6_to_f64(code, elem == Elem::Bf6)
+        }
+        Elem::Fp4 => fp8::small::fp4_to_f64((v >> shift) as u8 & 0xF),
+        // Resolved by Shape::of.
+        Elem::F8f6f4 => f64::NAN,
     }
 }
 
@@ -221,6 +280,21 @@ fn blgp_lane(lane: usize, blgp: u8) -> usize {
 /// when the mnemonic is an MFMA the interpreter does not model (xf32, fp8/bf8).
 pub(super) fn mfma(w: &mut Wave, inst: &Instruction) -> Result<()> {
     let name = inst.name();
+    let m = inst.mods;
+    if inst
+        .op()
+        .attrs()
+        .mfma
+        .is_some_and(|x| x.elem == Elem::F8f6f4)
+        && (f8f6f4_format(m.cbsz).is_none() || f8f6f4_format(m.blgp).is_none())
+    {
+        bail!(
+            Status::IllegalInstruction,
+            "{name}: cbsz {} blgp {}: format codes above 4 name no format (CDNA4 ISA §7.1.5)",
+            m.cbsz,
+            m.blgp
+        );
+    }
     let Some(s) = Shape::of(inst) else {
         bail!(
             Status::IllegalInstruction,
@@ -234,7 +308,6 @@ pub(super) fn mfma(w: &mut Wave, inst: &Instruction) -> Result<()> {
             "{name} with EXEC {exec:#x}: an MFMA with lanes off is not modelled"
         );
     }
-    let m = inst.mods;
     let mut neg = [false; 3];
     let mut blgp = m.blgp;
     if s.elem == Elem::F64 {
@@ -253,8 +326,14 @@ pub(super) fn mfma(w: &mut Wave, inst: &Instruction) -> Result<()> {
             );
         }
     }
-    let group = 1usize << m.cbsz;
-    if !s.sparse && (group > s.blocks || m.abid as usize >= group) {
+    if s.f8f6f4 {
+        // cbsz and blgp name the formats; nothing is broadcast. abid (the scale enable of
+        // the scaled form) is 0: the decoder refuses it, as LLVM does.
+        blgp = 0;
+    }
+    let group = if s.f8f6f4 { 1 } else { 1usize << m.cbsz };
+    let abid = if s.f8f6f4 { 0 } else { m.abid as usize };
+    if !s.sparse && (group > s.blocks || abid >= group) {
         bail!(
             Status::IllegalInstruction,
             "{name}: cbsz {} abid {}: no such A block among the {} blocks",
@@ -272,11 +351,12 @@ pub(super) fn mfma(w: &mut Wave, inst: &Instruction) -> Result<()> {
     for blk in 0..bb {
         for i in 0..mm {
             for k in 0..kk {
-                let (lane, e) = s.input_at(i, k, blk);
+                let (lane, e) = s.input_at_in(i, k, blk, s.elem);
                 if !s.sparse {
                     a[(blk * mm + i) * kk + k] =
                         element(w, &inst.src[0], lane, e, s.elem, flush, inst.target);
                 }
+                let (lane, e) = s.input_at_in(i, k, blk, s.b_elem);
                 b[(blk * kk + k) * nn + i] = element(
                     w,
                     &inst.src[1],
@@ -311,7 +391,7 @@ pub(super) fn mfma(w: &mut Wave, inst: &Instruction) -> Result<()> {
         let ablk = if s.sparse {
             blk
         } else {
-            (blk / group) * group + m.abid as usize
+            (blk / group) * group + abid
         };
         for i in 0..mm {
             for j in 0..nn {

@@ -359,10 +359,21 @@ pub enum Elem {
     F64,
     /// gfx940's XF32: an f32 whose low 13 mantissa bits the MFMA ignores.
     Xf32,
-    /// 8-bit float with a 4-bit exponent (gfx940: E4M3 "FNUZ", bias 8, NaN 0x80).
+    /// 8-bit float with a 4-bit exponent (gfx940: E4M3 "FNUZ", bias 8, NaN 0x80; gfx950:
+    /// OCP E4M3, bias 7).
     Fp8,
-    /// 8-bit float with a 5-bit exponent (gfx940: E5M2 "FNUZ", bias 16, NaN 0x80).
+    /// 8-bit float with a 5-bit exponent (gfx940: E5M2 "FNUZ", bias 16, NaN 0x80; gfx950:
+    /// OCP E5M2, bias 15).
     Bf8,
+    /// gfx950's 6-bit float E2M3 (bias 1, no infinity or NaN; CDNA4 ISA §7.3 table 30).
+    Fp6,
+    /// gfx950's 6-bit float E3M2 (bias 3, no infinity or NaN).
+    Bf6,
+    /// gfx950's 4-bit float E2M1 (bias 1, no infinity or NaN).
+    Fp4,
+    /// gfx950's `v_mfma_*_f8f6f4`: A's format is chosen by `cbsz`, B's by `blgp` (0 FP8,
+    /// 1 BF8, 2 FP6, 3 BF6, 4 FP4; CDNA4 ISA §7.1.5).
+    F8f6f4,
 }
 
 /// An MFMA's dimensions (`v_mfma_<out>_<M>x<N>x<K>...<type>`).

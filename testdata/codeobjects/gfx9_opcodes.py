@@ -388,6 +388,10 @@ for names, widths in (
         ("v_mfma_f32_32x32x16_f16 v_mfma_f32_32x32x16_bf16 v_mfma_i32_32x32x32_i8",
          "16 4 4 16")):
     row("VOP3P", names, widths, "mai")
+# gfx950's f8f6f4 MFMAs: A's register count follows its format in cbsz, B's in blgp (FP8/BF8
+# 8, FP6/BF6 6, FP4 4: the decoder narrows these widths of 8).
+row("VOP3P", "v_mfma_f32_16x16x128_f8f6f4", "4 8 8 4", "mai")
+row("VOP3P", "v_mfma_f32_32x32x64_f8f6f4", "16 8 8 16", "mai")
 for names, widths in (
         ("v_smfmac_f32_16x16x64_f16 v_smfmac_f32_16x16x64_bf16 v_smfmac_i32_16x16x128_i8 "
          + " ".join("v_smfmac_f32_16x16x128_%s_%s" % (a, b) for a in ("bf8", "fp8")

@@ -353,7 +353,10 @@ def mfma(name, widths):
                 return "None"
             tail = tail[1:]
     f8 = [t for t in tail.split("_") if t in ("fp8", "bf8")]
-    if len(f8) == 2:
+    if tail.endswith("_f8f6f4"):
+        # gfx950: each matrix's format comes from cbsz (A) and blgp (B) at run time.
+        elem = b_elem = "F8f6f4"
+    elif len(f8) == 2:
         elem, b_elem = ("Fp8" if f8[0] == "fp8" else "Bf8"), ("Fp8" if f8[1] == "fp8" else "Bf8")
     else:
         for t, e in (("xf32", "Xf32"), ("bf16", "Bf16"), ("f16", "F16"), ("i8", "I8"),

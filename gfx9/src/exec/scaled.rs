@@ -3,7 +3,7 @@
 //!
 //! The scale operand is an f32 whose exponent field (bits 30:23) is read as an E8M0 scale
 //! `2^(e - 127)` (§7.3: "the float exponent portion is used"). A conversion to a small
-//! format divides by the scale, then rounds to nearest even ([`fp8::from_f64`], [`fp4`]); a
+//! format divides by the scale, then rounds to nearest even ([`fp8::from_f64`], [`fp8::small::fp4_from_f64`]); a
 //! conversion from one converts exactly, then multiplies by the scale and rounds to the wide
 //! type. Both steps are exact in f64, so only the last rounding happens, once.
 //!
@@ -97,50 +97,6 @@ pub(crate) fn is_scaled_cvt(op: Op) -> bool {
     shape(op).is_some()
 }
 
-/// FP4 (E2M1, bias 1: 0, 0.5, 1, 1.5, 2, 3, 4, 6; CDNA4 ISA §7.3 table 30).
-mod fp4 {
-    /// The value of a 3-bit magnitude.
-    pub(super) fn magnitude(m: u8) -> f64 {
-        let (e, f) = (i32::from(m >> 1), f64::from(m & 1) / 2.0);
-        if e == 0 {
-            f
-        } else {
-            (1.0 + f) * 2f64.powi(e - 1)
-        }
-    }
-
-    /// A 4-bit code as an f64 (exact).
-    pub(super) fn to_f64(code: u8) -> f64 {
-        let v = magnitude(code & 7);
-        if code & 8 != 0 {
-            -v
-        } else {
-            v
-        }
-    }
-
-    /// `x` rounded to nearest even, saturated to ±6, a zero keeping its sign; `None` for a
-    /// NaN (FP4 has none).
-    pub(super) fn from_f64(x: f64) -> Option<u8> {
-        if x.is_nan() {
-            return None;
-        }
-        let sign = if x.is_sign_negative() { 8 } else { 0 };
-        let a = x.abs();
-        let mut m = 0u8;
-        while m < 7 && magnitude(m + 1) <= a {
-            m += 1;
-        }
-        if m < 7 {
-            let (db, da) = (a - magnitude(m), magnitude(m + 1) - a);
-            if da < db || (da == db && m & 1 == 1) {
-                m += 1;
-            }
-        }
-        Some(sign | m)
-    }
-}
-
 /// A wide value of a lane as an f64: the f32 (`bits` its 32 bits), or the f16/bf16 in
 /// `bits`' low half.
 fn wide_to_f64(bits: u32, ty: Wide) -> f64 {
@@ -167,7 +123,7 @@ fn small_to_f64(code: u8, f: Small) -> f64 {
     match f {
         Small::Fp8 => f64::from(fp8::to_f32(code, fp8::Format::OcpFp8)),
         Small::Bf8 => f64::from(fp8::to_f32(code, fp8::Format::OcpBf8)),
-        Small::Fp4 => fp4::to_f64(code & 0xF),
+        Small::Fp4 => fp8::small::fp4_to_f64(code & 0xF),
     }
 }
 
@@ -269,7 +225,7 @@ pub(crate) fn scaled_cvt(w: &mut Wave, inst: &Instruction, lanes: u64) -> Result
                     Small::Fp4 => {
                         let mut nib = [0u8; 2];
                         for (n, v) in nib.iter_mut().zip(vals) {
-                            let Some(c) = fp4::from_f64(v / scale) else {
+                            let Some(c) = fp8::small::fp4_from_f64(v / scale) else {
                                 bail!(
                                     Status::IllegalInstruction,
                                     "{op}: lane {lane} converts a NaN to FP4, which has none \

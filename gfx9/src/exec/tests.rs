@@ -1945,3 +1945,103 @@ fn gfx950_wide_k_mfmas() {
         }
     }
 }
+
+/// gfx950's `v_mfma_f32_16x16x128_f8f6f4` and `v_mfma_f32_32x32x64_f8f6f4` with A and B in
+/// different formats (cbsz, blgp: 0 FP8, 1 BF8, 2 FP6, 3 BF6, 4 FP4) laid out as the CDNA4
+/// ISA's §7.1.5.1 tables show (lane group g = lane / M: FP8/BF8 K positions 16g.. in the
+/// first four registers and K/2 + 16g.. in the next four; FP6/BF6/FP4 32g.. in order), the
+/// codes written from table 30 by hand. Values in ±{0, 0.5, 1, 1.5, 2} make every sum exact;
+/// D is compared with a host product. Mixing formats is what checks the layouts: a K
+/// position one format places differently from the other pairs the wrong elements.
+#[test]
+fn gfx950_f8f6f4_mfmas_mix_formats() {
+    // Codes of 0, 0.5, 1, 1.5, 2 and the sign bit, per format (bits per element).
+    const CODES: [([u32; 5], u32, u32); 5] = [
+        ([0x00, 0x30, 0x38, 0x3C, 0x40], 0x80, 8), // FP8 E4M3 bias 7
+        ([0x00, 0x38, 0x3C, 0x3E, 0x40], 0x80, 8), // BF8 E5M2 bias 15
+        ([0x00, 0x04, 0x08, 0x0C, 0x10], 0x20, 6), // FP6 E2M3 bias 1
+        ([0x00, 0x08, 0x0C, 0x0E, 0x10], 0x20, 6), // BF6 E3M2 bias 3
+        ([0x0, 0x1, 0x2, 0x3, 0x4], 0x8, 4),       // FP4 E2M1 bias 1
+    ];
+    // Value index -4..=4 → ±{0, 0.5, 1, 1.5, 2}.
+    let value = |x: i32| x as f32 / 2.0;
+    let code = |x: i32, fmt: usize| {
+        let (mags, sign, _) = CODES[fmt];
+        mags[x.unsigned_abs() as usize] | if x < 0 { sign } else { 0 }
+    };
+    // Lane and element of matrix position (row or column i, K position k).
+    let place = |m: usize, kk: usize, fmt: usize, i: usize, k: usize| -> (usize, usize) {
+        let (g, e) = if fmt < 2 {
+            if k < kk / 2 {
+                (k / 16, k % 16)
+            } else {
+                ((k - kk / 2) / 16, 16 + (k - kk / 2) % 16)
+            }
+        } else {
+            (k / 32, k % 32)
+        };
+        (i + m * g, e)
+    };
+    let put = |w: &mut Wave, reg: usize, lane: usize, e: usize, bits: u32, c: u32| {
+        let bit = e * bits as usize;
+        let (r, sh) = (reg + bit / 32, bit % 32);
+        let lo = w.v(r, lane) & !(((1u64 << bits) - 1) << sh) as u32 | c << sh;
+        w.set_v(r, lane, lo);
+        if sh + bits as usize > 32 {
+            let hi_bits = sh + bits as usize - 32;
+            let hi = w.v(r + 1, lane) & !((1u32 << hi_bits) - 1) | c >> (bits as usize - hi_bits);
+            w.set_v(r + 1, lane, hi);
+        }
+    };
+    for (m, kk) in [(16usize, 128usize), (32, 64)] {
+        let (a_reg, b_reg, w0, w1) = if m == 16 {
+            (4, 12, 0xD3AD_0000u32, 0x0202_1904u32)
+        } else {
+            (16, 24, 0xD3AE_0000, 0x0202_3110)
+        };
+        for (fa, fb) in [(0, 4), (4, 0), (2, 1), (3, 2), (1, 3), (0, 0)] {
+            let mut bytes = [0u8; 8];
+            bytes[..4].copy_from_slice(&(w0 | (fa as u32) << 8).to_le_bytes());
+            bytes[4..].copy_from_slice(&(w1 | (fb as u32) << 29).to_le_bytes());
+            let inst = decode(&bytes, Gfx9Target::Gfx950).unwrap();
+            let a_of = |i: usize, k: usize| ((i * 5 + k * 3) % 9) as i32 - 4;
+            let b_of = |k: usize, j: usize| ((k * 7 + j) % 9) as i32 - 4;
+            let mut w = Wave::new(0x1000, false);
+            w.set_exec(u64::MAX);
+            for lane in 0..WAVE_SIZE {
+                for r in 0..8 {
+                    w.set_v(a_reg + r, lane, 0);
+                    w.set_v(b_reg + r, lane, 0);
+                }
+            }
+            for i in 0..m {
+                for k in 0..kk {
+                    let (lane, e) = place(m, kk, fa, i, k);
+                    put(&mut w, a_reg, lane, e, CODES[fa].2, code(a_of(i, k), fa));
+                    let (lane, e) = place(m, kk, fb, i, k);
+                    put(&mut w, b_reg, lane, e, CODES[fb].2, code(b_of(k, i), fb));
+                }
+            }
+            general_step(&mut w, &inst, 0x1000, &BufMemory::new(16), &mut [])
+                .unwrap_or_else(|e| panic!("{inst}: {e}"));
+            let m_i = 64 / m;
+            for i in 0..m {
+                for j in 0..m {
+                    let want: f32 = (0..kk).map(|k| value(a_of(i, k)) * value(b_of(k, j))).sum();
+                    let (lane, item) = (j + m * ((i / 4) % m_i), i % 4 + 4 * (i / (4 * m_i)));
+                    assert_eq!(f32::from_bits(w.v(item, lane)), want, "{inst}: D[{i}][{j}]");
+                }
+            }
+        }
+    }
+    // Format code 5 names no format: refused by name, D untouched.
+    let inst = decode(
+        &[0x00, 0x05, 0xAD, 0xD3, 0x04, 0x19, 0x02, 0x04],
+        Gfx9Target::Gfx950,
+    )
+    .unwrap();
+    let mut w = Wave::new(0x1000, false);
+    w.set_exec(u64::MAX);
+    let e = general_step(&mut w, &inst, 0x1000, &BufMemory::new(16), &mut []).unwrap_err();
+    assert!(e.to_string().contains("format codes above 4"), "{e}");
+}
