@@ -333,6 +333,32 @@ pub struct Modifiers {
     /// MFMA `blgp` (bits `[63:61]`): the B-matrix lane-group pattern (gfx940 f64: `neg` of A,
     /// B, C).
     pub blgp: u8,
+    /// gfx950's scaled MFMA: the scale operands (`None` for every other instruction).
+    pub scale: Option<MfmaScale>,
+}
+
+/// The scale half of gfx950's 16-byte scaled MFMAs (`v_mfma_scale_f32_16x16x128_f8f6f4`,
+/// `v_mfma_scale_f32_32x32x64_f8f6f4`: a `v_mfma_ld_scale_b32` word pair, then the f8f6f4
+/// MFMA with `abid` 1; CDNA4 ISA §7.2.1): where A's and B's E8M0 scales come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MfmaScale {
+    /// The VGPR holding A's scales (the prefix's `src0`).
+    pub a: Operand,
+    /// The VGPR holding B's scales (the prefix's `src1`).
+    pub b: Operand,
+    /// The prefix's `op_sel[1:0]`: the low bit of A's (bit 0) and B's (bit 1) byte select.
+    pub op_sel: u8,
+    /// The prefix's `op_sel_hi[1:0]`: the high bit of A's (bit 0) and B's (bit 1) byte
+    /// select.
+    pub op_sel_hi: u8,
+}
+
+impl MfmaScale {
+    /// Which byte of the scale register matrix `m` (0 A, 1 B) uses: `{op_sel_hi[m],
+    /// op_sel[m]}` (§7.2.1's 2-bit OPSEL code).
+    pub fn byte(&self, m: u8) -> u32 {
+        u32::from(self.op_sel_hi >> m & 1) << 1 | u32::from(self.op_sel >> m & 1)
+    }
 }
 
 impl Modifiers {
@@ -425,7 +451,7 @@ pub struct Instruction {
     pub encoding: Encoding,
     /// The target it was decoded for.
     pub target: Gfx9Target,
-    /// Size in bytes: 4 or 8.
+    /// Size in bytes: 4 or 8 (16 for gfx950's scaled MFMAs).
     pub size: u8,
     /// Destination (VGPR, SGPR, or `None`; DS/FLAT: the returned data).
     pub dst: Operand,
@@ -534,6 +560,7 @@ fn check_vector_tuples(inst: &Instruction, bytes: &[u8]) -> Result<()> {
         };
         let w: heapless::Vec<u32, 2> = (0..usize::from(inst.size) / 4)
             .filter_map(|i| word(bytes, i))
+            .take(2)
             .collect();
         return Err(illegal(inst.encoding.name(), &w, why));
     }
@@ -859,6 +886,9 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
         0x34 => {
             let w1 = need_w1("VOP3")?;
             if w0 >> 23 == 0x1A7 {
+                if w0 >> 16 & 0x7F == 44 && target == Gfx9Target::Gfx950 {
+                    return mfma_ld_scale(inst, [w0, w1], word(bytes, 2).zip(word(bytes, 3)));
+                }
                 return vop3p(inst, w0, w1, target);
             }
             let op = (w0 >> 16) & 0x3FF;
@@ -869,8 +899,11 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 _ => (Encoding::Vop3, op),
             };
             let info = find(enc, sub, &[w0, w1])?;
-            if has_literal_k(info.name) || info.name == "v_pk_fmac_f16" || info.op == Op::VSwapB32 {
+            let pk_fmac_vop2_only = info.op == Op::VPkFmacF16 && target != Gfx9Target::Gfx950;
+            if has_literal_k(info.name) || pk_fmac_vop2_only || info.op == Op::VSwapB32 {
                 // VOP2 only (llvm-mc: "e64 variant of this instruction is not supported").
+                // LLVM 22 decodes v_pk_fmac_f16's VOP3 form (`_e64`), LLVM 19 does not: gfx950
+                // follows LLVM 22, the older targets LLVM 19.
                 return Err(illegal("VOP3", &[w0, w1], "no VOP3 form of this opcode"));
             }
             if info.is_mai() {
@@ -916,8 +949,10 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 let mut width = info.widths[i + 1];
                 if i >= nsrc || width == 0 {
                     // A source the opcode does not have: its field and modifiers are 0
-                    // (llvm-mc rejects others).
-                    if code != 0 || inst.mods.neg[i] || inst.mods.abs[i] {
+                    // (llvm-mc rejects others), but for gfx950's v_pk_fmac_f16_e64, whose
+                    // src2 field LLVM 22 ignores.
+                    let ignored = info.op == Op::VPkFmacF16;
+                    if code != 0 && !ignored || inst.mods.neg[i] || inst.mods.abs[i] {
                         return Err(illegal("VOP3", &[w0, w1], "unused source field not 0"));
                     }
                     continue;
@@ -1458,7 +1493,7 @@ fn vop3p(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     inst.encoding = Encoding::Vop3p;
     inst.size = 8;
     if info.is_mai() {
-        return mai(inst, w0, w1, target);
+        return mai(inst, w0, w1, target, false);
     }
     inst.dst = vgpr(info.widths[0], w0 & 0xFF);
     let mut size = 8u8;
@@ -1492,6 +1527,15 @@ fn vop3p(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
             inst.mods.abs[i] = inst.mods.neg_hi >> i & 1 != 0;
         }
         inst.mods.neg_hi = 0;
+    }
+    let int_dot = matches!(
+        info.op,
+        Op::VDot4I32I8 | Op::VDot4U32U8 | Op::VDot8I32I4 | Op::VDot8U32U4
+    );
+    if int_dot && target == Gfx9Target::Gfx950 && inst.mods.op_sel != 0 {
+        // LLVM 22 rejects gfx950's integer dot products with op_sel bits (LLVM 19 decodes
+        // them for the older processors).
+        return Err(illegal("VOP3P", &[w0, w1], "op_sel of an integer dot"));
     }
     Ok(inst)
 }
@@ -1530,7 +1574,13 @@ fn mai_illegal(w: &[u32], what: &str, why: &str) -> Error {
 /// [28:27] (A, B are AGPRs), `blgp` [31:29]. `v_accvgpr_read_b32`/`v_accvgpr_write_b32` use
 /// the same encoding with `vdst` and `src0` only (their `op_sel_hi` and `clamp` bits are
 /// ignored, as llvm-objdump ignores them; `neg`/`op_sel` bits are illegal).
-fn mai(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<Instruction> {
+fn mai(
+    mut inst: Instruction,
+    w0: u32,
+    w1: u32,
+    target: Gfx9Target,
+    scaled: bool,
+) -> Result<Instruction> {
     let info = inst.info;
     let w = &[w0, w1][..];
     let mut size = 8u8;
@@ -1581,7 +1631,8 @@ fn mai(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<In
         };
         wa = regs(w0 >> 8 & 7);
         wb = regs(w1 >> 29);
-        if w0 >> 11 & 0xF != 0 {
+        // The scaled form's abid is 1 (its scale enable, §7.2.1), printed by no one.
+        if w0 >> 11 & 0xF != u32::from(scaled) {
             return Err(mai_illegal(w, info.name, "abid of an f8f6f4 MFMA"));
         }
     }
@@ -1605,9 +1656,84 @@ fn mai(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<In
         _ => vector_range(c, wc, acc_cd, w, "src2 (C)")?,
     };
     inst.mods.cbsz = (w0 >> 8 & 7) as u8;
-    inst.mods.abid = (w0 >> 11 & 0xF) as u8;
+    inst.mods.abid = if scaled { 0 } else { (w0 >> 11 & 0xF) as u8 };
     inst.mods.blgp = (w1 >> 29) as u8;
     Ok(inst)
+}
+
+/// gfx950's `v_mfma_ld_scale_b32` (VOP3P opcode 44; CDNA4 ISA §7.2.1): `src0` [40:32] and
+/// `src1` [49:41] hold A's and B's E8M0 scales, `op_sel[1:0]` [12:11] and `op_sel_hi[1:0]`
+/// [60:59] pick their bytes. Followed by an f8f6f4 MFMA (VOP3P 45 or 46) whose `abid` is 1,
+/// the four dwords are one instruction, `v_mfma_scale_f32_*_f8f6f4`, as LLVM 22 decodes
+/// them (scales in VGPRs: LLVM prints a constant there as an invalid immediate, and this
+/// decoder refuses it). Otherwise the first two are `v_mfma_ld_scale_b32` alone, decoded
+/// and printed, not run.
+fn mfma_ld_scale(
+    mut inst: Instruction,
+    [w0, w1]: [u32; 2],
+    next: Option<(u32, u32)>,
+) -> Result<Instruction> {
+    let target = inst.target;
+    let op_sel = (w0 >> 11 & 3) as u8;
+    let op_sel_hi = (w1 >> 27 & 3) as u8;
+    if let Some((w2, w3)) = next {
+        if w2 >> 23 == 0x1A7 && matches!(w2 >> 16 & 0x7F, 45 | 46) && w2 >> 11 & 1 == 1 {
+            let vgpr_only = |code: u32, what: &str| {
+                if code >= 256 {
+                    Ok(vgpr(1, code - 256))
+                } else {
+                    Err(illegal(
+                        "VOP3P",
+                        &[w0, w1],
+                        if what == "a" {
+                            "A's scale is not a VGPR"
+                        } else {
+                            "B's scale is not a VGPR"
+                        },
+                    ))
+                }
+            };
+            let scale = MfmaScale {
+                a: vgpr_only(w1 & 0x1FF, "a")?,
+                b: vgpr_only(w1 >> 9 & 0x1FF, "b")?,
+                op_sel,
+                op_sel_hi,
+            };
+            let mut mfma = vop3p_mai_scaled(inst, w2, w3, target)?;
+            mfma.size = 16;
+            mfma.mods.scale = Some(scale);
+            return Ok(mfma);
+        }
+    }
+    let info = lookup(Encoding::Vop3p, 44, target)
+        .ok_or_else(|| illegal("VOP3P", &[w0, w1], "unknown opcode 44"))?;
+    inst.info = info;
+    inst.encoding = Encoding::Vop3p;
+    inst.size = 8;
+    let mut size = 8u8;
+    inst.src[0] = vector_src(1, w1 & 0x1FF, None, &mut size, "VOP3P", w0)?;
+    inst.src[1] = vector_src(1, w1 >> 9 & 0x1FF, None, &mut size, "VOP3P", w0)?;
+    if size != 8 {
+        return Err(illegal("VOP3P", &[w0, w1], "literal scale operand"));
+    }
+    inst.mods.op_sel = op_sel;
+    inst.mods.op_sel_hi = op_sel_hi;
+    Ok(inst)
+}
+
+/// The f8f6f4 MFMA half of a scaled MFMA (its `abid` 1).
+fn vop3p_mai_scaled(
+    mut inst: Instruction,
+    w0: u32,
+    w1: u32,
+    target: Gfx9Target,
+) -> Result<Instruction> {
+    let op = (w0 >> 16) & 0x7F;
+    let info = lookup(Encoding::Vop3p, op as u16, target)
+        .ok_or_else(|| illegal("VOP3P", &[w0, w1], "unknown scaled MFMA opcode"))?;
+    inst.info = info;
+    inst.encoding = Encoding::Vop3p;
+    mai(inst, w0, w1, target, true)
 }
 
 /// MUBUF (Vega ISA §12.12 "MUBUF"): `offset` [11:0], `offen` [12], `idxen` [13], `glc`

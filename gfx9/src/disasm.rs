@@ -520,7 +520,12 @@ impl fmt::Display for Instruction {
                 if is_mix(name) {
                     return self.mix_text(f);
                 }
-                f.write_str(name)?;
+                if self.mods.scale.is_some() {
+                    // gfx950's scaled MFMA: `v_mfma_scale_` and the f8f6f4 MFMA's shape.
+                    write!(f, "v_mfma_scale_{}", &name["v_mfma_".len()..])?;
+                } else {
+                    f.write_str(name)?;
+                }
                 let mut sep = " ";
                 for (k, o) in [&self.dst, &self.src[0], &self.src[1], &self.src[2]]
                     .into_iter()
@@ -549,9 +554,20 @@ impl fmt::Display for Instruction {
                 let n = self.src.iter().filter(|o| **o != Operand::None).count();
                 let neg_lo = (0..3).fold(0u8, |b, i| b | (self.mods.neg[i] as u8) << i);
                 let full = (1u8 << n) - 1;
+                // gfx950: LLVM 22 prints no op_sel_hi for the integer dot products (LLVM 19,
+                // the older targets' reference, prints it when not all 1).
+                let int_dot = self.target == Gfx9Target::Gfx950
+                    && matches!(
+                        info.op,
+                        OpKind::VDot4I32I8
+                            | OpKind::VDot4U32U8
+                            | OpKind::VDot8I32I4
+                            | OpKind::VDot8U32U4
+                    );
+                let hi = if int_dot { full } else { self.mods.op_sel_hi };
                 for (label, bits, default) in [
                     ("op_sel", self.mods.op_sel, 0),
-                    ("op_sel_hi", self.mods.op_sel_hi, full),
+                    ("op_sel_hi", hi, full),
                     ("neg_lo", neg_lo, 0),
                     ("neg_hi", self.mods.neg_hi, 0),
                 ] {
@@ -856,6 +872,21 @@ impl Instruction {
     /// on gfx940+ the f64 forms' `blgp` bits are `neg:[A,B,C]`.
     fn mai_text(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let m = self.mods;
+        if let Some(sc) = m.scale {
+            // gfx950's scaled MFMA: the two scale VGPRs, then the prefix's op_sel (when
+            // set) and op_sel_hi (always), each with a third entry 0, as LLVM 22 prints
+            // them.
+            write!(f, ", {}, {}", Op(&sc.a), Op(&sc.b))?;
+            if sc.op_sel != 0 {
+                write!(f, " op_sel:[{},{},0]", sc.op_sel & 1, sc.op_sel >> 1)?;
+            }
+            write!(
+                f,
+                " op_sel_hi:[{},{},0]",
+                sc.op_sel_hi & 1,
+                sc.op_sel_hi >> 1
+            )?;
+        }
         if m.cbsz != 0 {
             write!(f, " cbsz:{}", m.cbsz)?;
         }
@@ -1165,6 +1196,37 @@ mod tests {
         );
     }
 
+    /// Where LLVM 22 (gfx950's reference) prints or decodes gfx942's instructions unlike
+    /// LLVM 19 (the older processors' reference): no `op_sel_hi` on the integer dot
+    /// products, and `v_pk_fmac_f16_e64`, whose src2 field it ignores.
+    #[test]
+    fn gfx950_follows_llvm22_where_it_differs_from_llvm19() {
+        let dot = [0xD3A8_0002, 0x040E_0501]; // v_dot4_i32_i8 v2, v1, v2, v3, op_sel_hi 0
+        assert_eq!(
+            text(&dot, Gfx9Target::Gfx950),
+            "v_dot4_i32_i8 v2, v1, v2, v3"
+        );
+        assert_eq!(
+            text(&dot, Gfx9Target::Gfx942),
+            "v_dot4_i32_i8 v2, v1, v2, v3 op_sel_hi:[0,0,0]"
+        );
+        // With op_sel set (d3a87e00 24e71145 from the seeded differential run): LLVM 22
+        // rejects the word for gfx950, LLVM 19 decodes it for gfx942.
+        let b: alloc::vec::Vec<u8> = [0xD3A8_7E00u32, 0x24E7_1145]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        assert!(crate::decode(&b, Gfx9Target::Gfx950).is_err());
+        assert!(crate::decode(&b, Gfx9Target::Gfx942).is_ok());
+        let fmac = [0xD13C_0002, 0x040E_0501];
+        assert_eq!(
+            text(&fmac, Gfx9Target::Gfx950),
+            "v_pk_fmac_f16_e64 v2, v1, v2"
+        );
+        let b: alloc::vec::Vec<u8> = fmac.iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert!(crate::decode(&b, Gfx9Target::Gfx942).is_err());
+    }
+
     /// gfx950's f8f6f4 MFMAs as LLVM 22 disassembles them: A's registers follow cbsz, B's
     /// blgp (FP8/BF8 8, FP6/BF6 6, FP4 4; the undefined codes 5..7 decode with 8); abid
     /// set is refused, as LLVM 22 refuses it.
@@ -1195,12 +1257,55 @@ mod tests {
         ] {
             assert_eq!(text(&w, t), want, "{w:08x?}");
         }
-        let b: alloc::vec::Vec<u8> = [0xD3AD_0800u32, 0x0402_1904]
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect();
-        let e = crate::decode(&b, t).unwrap_err();
+        let bytes =
+            |w: &[u32]| -> alloc::vec::Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).collect() };
+        let e = crate::decode(&bytes(&[0xD3AD_0800, 0x0402_1904]), t).unwrap_err();
         assert!(e.to_string().contains("abid of an f8f6f4 MFMA"), "{e}");
+        // v_mfma_ld_scale_b32 before an f8f6f4 MFMA whose abid is 1: one 16-byte scaled
+        // MFMA; before anything else, or alone, itself (LLVM 22's texts).
+        for (w, want, size) in [
+            (
+                &[0xD3AC_0000u32, 0x0002_2B14, 0xD3AD_0800, 0x0402_1904][..],
+                "v_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], v[4:11], v[12:19], v[0:3], v20, v21 \
+                 op_sel_hi:[0,0,0]",
+                16,
+            ),
+            (
+                &[0xD3AC_1800, 0x1802_2B14, 0xD3AD_0A00, 0x8402_1904],
+                "v_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], v[4:9], v[12:15], v[0:3], v20, v21 \
+                 op_sel:[1,1,0] op_sel_hi:[1,1,0] cbsz:2 blgp:4",
+                16,
+            ),
+            (
+                &[0xD3AC_0000, 0x0002_2B14, 0xD3AD_0000, 0x0402_1904],
+                "v_mfma_ld_scale_b32 v20, v21 op_sel_hi:[0,0]",
+                8,
+            ),
+            (
+                &[0xD3AC_0000, 0x1802_28F2],
+                "v_mfma_ld_scale_b32 1.0, v20",
+                8,
+            ),
+            (
+                &[0xD3AC_1800, 0x0002_2B14],
+                "v_mfma_ld_scale_b32 v20, v21 op_sel:[1,1] op_sel_hi:[0,0]",
+                8,
+            ),
+        ] {
+            let inst = crate::decode(&bytes(w), t).unwrap();
+            assert_eq!(
+                (inst.to_string().as_str(), inst.size),
+                (want, size),
+                "{w:08x?}"
+            );
+        }
+        // A scale that is no VGPR: LLVM 22 prints an invalid immediate; refused here.
+        let e = crate::decode(
+            &bytes(&[0xD3AC_0000, 0x0001_E4F2, 0xD3AD_0800, 0x0402_1904]),
+            t,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("A's scale is not a VGPR"), "{e}");
     }
 
     /// gfx950's operands that live in other fields, as LLVM 22's llvm-mc encodes and prints

@@ -95,7 +95,8 @@ pub enum Gfx9Target {
     /// `v_minimum3_f32`/`v_maximum3_f32`, `v_pk_minimum3_f16`/`v_pk_maximum3_f16`,
     /// `v_cvt_pk_f16_f32`/`v_cvt_pk_bf16_f32`, `v_ashr_pk_i8_i32`/`v_ashr_pk_u8_i32`,
     /// `buffer_atomic_pk_add_bf16`, the dense f16/bf16/i8 MFMAs with twice gfx942's K and
-    /// the f8f6f4 MFMAs (A's and B's formats in cbsz/blgp), and stops at the others with an
+    /// the f8f6f4 MFMAs (A's and B's formats in cbsz/blgp) with and without their E8M0
+    /// scales (`v_mfma_scale_*`, 16 bytes), and stops at the others with an
     /// illegal-instruction error naming them.
     Gfx950,
 }

@@ -372,6 +372,33 @@ pub(super) fn mfma(w: &mut Wave, inst: &Instruction) -> Result<()> {
             }
         }
     }
+    // gfx950's scaled MFMA (CDNA4 ISA §7.2): one E8M0 scale per 32 K positions of each row
+    // of A and each column of B, 2^(e - 127), from byte `MfmaScale::byte` of the scale VGPR
+    // in lane `row + M * (k / 32)` (§7.2.1's scale layouts); applied to each 32-long partial
+    // dot product before the sum. The E8M0 NaN (0xFF) is refused: what the hardware gives
+    // then is not documented.
+    let kb = kk / 32;
+    let mut scales = [vec![1f64; mm * kb.max(1)], vec![1f64; nn * kb.max(1)]];
+    if let Some(sc) = m.scale {
+        for (which, (op, dim)) in [(sc.a, mm), (sc.b, nn)].into_iter().enumerate() {
+            let byte = sc.byte(which as u8);
+            for r in 0..dim {
+                for g in 0..kb {
+                    let e = vsrc_dword(w, &op, r + dim * g, 0) >> (8 * byte) & 0xFF;
+                    if e == 0xFF {
+                        bail!(
+                            Status::IllegalInstruction,
+                            "{name}: lane {}'s {} scale is 0xFF (E8M0 NaN), whose result is \
+                             not documented",
+                            r + dim * g,
+                            if which == 0 { "A" } else { "B" }
+                        );
+                    }
+                    scales[which][r * kb + g] = 2f64.powi(e as i32 - 127);
+                }
+            }
+        }
+    }
     let out_f64 = s.elem == Elem::F64;
     let int = s.elem == Elem::I8;
     // C: registers or an inline constant (a float constant for the float forms); the
@@ -422,8 +449,15 @@ pub(super) fn mfma(w: &mut Wave, inst: &Instruction) -> Result<()> {
                     acc.to_bits()
                 } else {
                     let mut acc = f64::from(f32::from_bits(fl32(c) as u32));
-                    for (k, x) in arow.iter().enumerate() {
-                        acc += x * bcol(k);
+                    if m.scale.is_some() {
+                        for g in 0..kb {
+                            let part: f64 = (32 * g..32 * g + 32).map(|k| arow[k] * bcol(k)).sum();
+                            acc += part * scales[0][i * kb + g] * scales[1][j * kb + g];
+                        }
+                    } else {
+                        for (k, x) in arow.iter().enumerate() {
+                            acc += x * bcol(k);
+                        }
                     }
                     fl32(u64::from((acc as f32).to_bits()))
                 };

@@ -1066,6 +1066,7 @@ pub enum Op {
     VMfmaI3232x32x32I8,
     VMfmaF3216x16x128F8f6f4,
     VMfmaF3232x32x64F8f6f4,
+    VMfmaLdScaleB32,
     VSmfmacF3216x16x64F16,
     VSmfmacF3216x16x64Bf16,
     VSmfmacI3216x16x128I8,
@@ -1341,7 +1342,7 @@ pub enum Op {
 
 impl Op {
     /// Number of instructions.
-    pub const COUNT: usize = 1316;
+    pub const COUNT: usize = 1317;
     /// Every instruction, in table order.
     pub const ALL: [Op; Op::COUNT] = [
         Op::SAddU32,
@@ -2389,6 +2390,7 @@ impl Op {
         Op::VMfmaI3232x32x32I8,
         Op::VMfmaF3216x16x128F8f6f4,
         Op::VMfmaF3232x32x64F8f6f4,
+        Op::VMfmaLdScaleB32,
         Op::VSmfmacF3216x16x64F16,
         Op::VSmfmacF3216x16x64Bf16,
         Op::VSmfmacI3216x16x128I8,
@@ -3711,6 +3713,7 @@ pub(crate) static ATTRS: [OpAttrs; Op::COUNT] = [
     OpAttrs { name: "v_mfma_i32_32x32x32_i8", targets: T_GFX950, class: Class::Mfma, src_fp: Fp::None, out_f16: false, f32_result: false, result_fp: Fp::None, cvt: false, fp_names: 0, rounding: Rounding::Unmodelled(Unmodelled::Mfma), compare: None, atomic: None, mem: None, to_lds: false, op_sel_operands: false, mfma: Some(Mfma { m: 32, n: 32, k: 32, elem: Elem::I8, b_elem: Elem::I8, f64_out: false, sparse: false }) },
     OpAttrs { name: "v_mfma_f32_16x16x128_f8f6f4", targets: T_GFX950, class: Class::Mfma, src_fp: Fp::F32, out_f16: false, f32_result: true, result_fp: Fp::None, cvt: false, fp_names: 1, rounding: Rounding::Unmodelled(Unmodelled::Mfma), compare: None, atomic: None, mem: None, to_lds: false, op_sel_operands: false, mfma: Some(Mfma { m: 16, n: 16, k: 128, elem: Elem::F8f6f4, b_elem: Elem::F8f6f4, f64_out: false, sparse: false }) },
     OpAttrs { name: "v_mfma_f32_32x32x64_f8f6f4", targets: T_GFX950, class: Class::Mfma, src_fp: Fp::F32, out_f16: false, f32_result: true, result_fp: Fp::None, cvt: false, fp_names: 1, rounding: Rounding::Unmodelled(Unmodelled::Mfma), compare: None, atomic: None, mem: None, to_lds: false, op_sel_operands: false, mfma: Some(Mfma { m: 32, n: 32, k: 64, elem: Elem::F8f6f4, b_elem: Elem::F8f6f4, f64_out: false, sparse: false }) },
+    OpAttrs { name: "v_mfma_ld_scale_b32", targets: T_GFX950, class: Class::NotRun, src_fp: Fp::None, out_f16: false, f32_result: false, result_fp: Fp::None, cvt: false, fp_names: 0, rounding: Rounding::Unmodelled(Unmodelled::Mfma), compare: None, atomic: None, mem: None, to_lds: false, op_sel_operands: false, mfma: None },
     OpAttrs { name: "v_smfmac_f32_16x16x64_f16", targets: T_GFX950, class: Class::NotRun, src_fp: Fp::F32, out_f16: true, f32_result: true, result_fp: Fp::F16, cvt: false, fp_names: 3, rounding: Rounding::Unmodelled(Unmodelled::Mfma), compare: None, atomic: None, mem: None, to_lds: false, op_sel_operands: false, mfma: Some(Mfma { m: 16, n: 16, k: 64, elem: Elem::F16, b_elem: Elem::F16, f64_out: false, sparse: true }) },
     OpAttrs { name: "v_smfmac_f32_16x16x64_bf16", targets: T_GFX950, class: Class::NotRun, src_fp: Fp::F32, out_f16: false, f32_result: true, result_fp: Fp::None, cvt: false, fp_names: 3, rounding: Rounding::Unmodelled(Unmodelled::Mfma), compare: None, atomic: None, mem: None, to_lds: false, op_sel_operands: false, mfma: Some(Mfma { m: 16, n: 16, k: 64, elem: Elem::Bf16, b_elem: Elem::Bf16, f64_out: false, sparse: true }) },
     OpAttrs { name: "v_smfmac_i32_16x16x128_i8", targets: T_GFX950, class: Class::NotRun, src_fp: Fp::None, out_f16: false, f32_result: false, result_fp: Fp::None, cvt: false, fp_names: 0, rounding: Rounding::Unmodelled(Unmodelled::Mfma), compare: None, atomic: None, mem: None, to_lds: false, op_sel_operands: false, mfma: Some(Mfma { m: 16, n: 16, k: 128, elem: Elem::I8, b_elem: Elem::I8, f64_out: false, sparse: true }) },
@@ -5034,6 +5037,7 @@ pub(crate) static OPCODES: &[OpInfo] = &[
     OpInfo::new(Encoding::Vop3p, 56, T_GFX950, Op::VMfmaI3232x32x32I8, "v_mfma_i32_32x32x32_i8", [16, 4, 4, 16], 0),
     OpInfo::new(Encoding::Vop3p, 45, T_GFX950, Op::VMfmaF3216x16x128F8f6f4, "v_mfma_f32_16x16x128_f8f6f4", [4, 8, 8, 4], 0),
     OpInfo::new(Encoding::Vop3p, 46, T_GFX950, Op::VMfmaF3232x32x64F8f6f4, "v_mfma_f32_32x32x64_f8f6f4", [16, 8, 8, 16], 0),
+    OpInfo::new(Encoding::Vop3p, 44, T_GFX950, Op::VMfmaLdScaleB32, "v_mfma_ld_scale_b32", [0, 1, 1, 0], 0),
     OpInfo::new(Encoding::Vop3p, 90, T_GFX950, Op::VSmfmacF3216x16x64F16, "v_smfmac_f32_16x16x64_f16", [4, 4, 8, 1], 0),
     OpInfo::new(Encoding::Vop3p, 57, T_GFX950, Op::VSmfmacF3216x16x64Bf16, "v_smfmac_f32_16x16x64_bf16", [4, 4, 8, 1], 0),
     OpInfo::new(Encoding::Vop3p, 58, T_GFX950, Op::VSmfmacI3216x16x128I8, "v_smfmac_i32_16x16x128_i8", [4, 4, 8, 1], 0),

@@ -392,6 +392,9 @@ for names, widths in (
 # 8, FP6/BF6 6, FP4 4: the decoder narrows these widths of 8).
 row("VOP3P", "v_mfma_f32_16x16x128_f8f6f4", "4 8 8 4", "mai")
 row("VOP3P", "v_mfma_f32_32x32x64_f8f6f4", "16 8 8 16", "mai")
+# gfx950's v_mfma_ld_scale_b32 (VOP3P 44): the first half of the 16-byte scaled MFMAs
+# (decode.rs joins it with a following f8f6f4 MFMA whose abid is 1); alone it is not run.
+row("VOP3P", "v_mfma_ld_scale_b32", "0 1 1", "notrun")
 for names, widths in (
         ("v_smfmac_f32_16x16x64_f16 v_smfmac_f32_16x16x64_bf16 v_smfmac_i32_16x16x128_i8 "
          + " ".join("v_smfmac_f32_16x16x128_%s_%s" % (a, b) for a in ("bf8", "fp8")
@@ -488,6 +491,7 @@ def reg(kind, w, base):
 # Samples the generic forms below do not spell (operands that are not registers of the row's
 # widths, the `gds` and `lds` bits).
 SAMPLES = {
+    "v_mfma_ld_scale_b32": "v_mfma_ld_scale_b32 v20, v40",
     "s_cbranch_g_fork": "s_cbranch_g_fork s[20:21], s[40:41]",
     "s_rfe_restore_b64": "s_rfe_restore_b64 s[20:21], s40",
     "s_cbranch_i_fork": "s_cbranch_i_fork s[20:21], 4",

@@ -8,9 +8,10 @@ use super::*;
 pub(crate) const CACHE_PAGE_BYTES: u64 = 4096;
 
 /// Code bytes past a page's end that an instruction starting in it may cover: the longest
-/// gfx9 encoding is 8 bytes (a 32-bit encoding with a literal, or a 64-bit one), so one
-/// starting at the page's last dword ends 4 bytes into the next page.
-pub(crate) const CACHE_PAGE_TAIL_BYTES: u64 = 4;
+/// gfx9 encoding is 16 bytes (gfx950's scaled MFMA, two 64-bit words; otherwise 8: a 32-bit
+/// encoding with a literal, or a 64-bit one), so one starting at the page's last dword ends
+/// 12 bytes into the next page.
+pub(crate) const CACHE_PAGE_TAIL_BYTES: u64 = 12;
 
 /// Most code pages a [`DecodeCache`] keeps (256 KiB of code); past it, the page validated
 /// longest ago is dropped. A page costs its raw bytes (4 KiB), its slot index (4 KiB) and
@@ -193,11 +194,11 @@ impl DecodeCache {
                 end - base
             );
         }
-        // The longest encoding is 8 bytes; none is read past the code's end.
-        let n = (end - pc).min(8) as usize;
+        // The longest encoding is 16 bytes; none is read past the code's end.
+        let n = (end - pc).min(16) as usize;
         let pg = &self.pages[p];
         let off = (pc - pg.raw_start) as usize;
-        let mut buf = [0u8; 8];
+        let mut buf = [0u8; 16];
         let bytes = match pg.raw.get(off..off + n) {
             Some(b) => b,
             None => {

@@ -2034,6 +2034,68 @@ fn gfx950_f8f6f4_mfmas_mix_formats() {
             }
         }
     }
+    // The scaled form (CDNA4 ISA §7.2): v_mfma_ld_scale_b32 v20, v21 op_sel:[1,0]
+    // op_sel_hi:[1,1] before the 16x16x128 MFMA (its abid 1), FP8 A and FP4 B (the text
+    // is LLVM 22's for these 16 bytes). A's scales
+    // are byte 3 of v20 and B's byte 2 of v21 ({op_sel_hi, op_sel}), in lane
+    // row + 16 · (k / 32); each 32-long partial product is multiplied by both.
+    let (fa, fb) = (0usize, 4usize);
+    let mut bytes = [0u8; 16];
+    bytes[..4].copy_from_slice(&(0xD3AC_0000u32 | 1 << 11).to_le_bytes());
+    bytes[4..8].copy_from_slice(&(0x114u32 | 0x115 << 9 | 3 << 27).to_le_bytes());
+    bytes[8..12].copy_from_slice(&(0xD3AD_0800u32 | (fa as u32) << 8).to_le_bytes());
+    bytes[12..].copy_from_slice(&(0x0202_1904u32 | (fb as u32) << 29).to_le_bytes());
+    let inst = decode(&bytes, Gfx9Target::Gfx950).unwrap();
+    assert_eq!(inst.size, 16);
+    assert_eq!(
+        inst.to_string(),
+        "v_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], v[4:11], v[12:15], 0, v20, v21 \
+         op_sel:[1,0,0] op_sel_hi:[1,1,0] blgp:4"
+    );
+    let a_of = |i: usize, k: usize| ((i * 5 + k * 3) % 9) as i32 - 4;
+    let b_of = |k: usize, j: usize| ((k * 7 + j) % 9) as i32 - 4;
+    let ea = |lane: usize| 125 + (lane * 7 % 5) as u32; // 2^-2 ..= 2^2
+    let eb = |lane: usize| 125 + (lane * 3 % 5) as u32;
+    let mut w = Wave::new(0x1000, false);
+    w.set_exec(u64::MAX);
+    for lane in 0..WAVE_SIZE {
+        for r in 0..16 {
+            w.set_v(4 + r, lane, 0);
+        }
+        w.set_v(20, lane, ea(lane) << 24 | 0x00FF_FFFF);
+        w.set_v(21, lane, 0xFF00_FFFF | eb(lane) << 16);
+    }
+    for i in 0..16 {
+        for k in 0..128 {
+            let (lane, e) = place(16, 128, fa, i, k);
+            put(&mut w, 4, lane, e, CODES[fa].2, code(a_of(i, k), fa));
+            let (lane, e) = place(16, 128, fb, i, k);
+            put(&mut w, 12, lane, e, CODES[fb].2, code(b_of(k, i), fb));
+        }
+    }
+    general_step(&mut w, &inst, 0x1000, &BufMemory::new(16), &mut [])
+        .unwrap_or_else(|e| panic!("{inst}: {e}"));
+    for i in 0..16 {
+        for j in 0..16 {
+            let want: f32 = (0..4)
+                .map(|g| {
+                    let part: f32 = (32 * g..32 * g + 32)
+                        .map(|k| value(a_of(i, k)) * value(b_of(k, j)))
+                        .sum();
+                    let sa = 2f32.powi(ea(i + 16 * g) as i32 - 127);
+                    let sb = 2f32.powi(eb(j + 16 * g) as i32 - 127);
+                    part * sa * sb
+                })
+                .sum();
+            let (lane, item) = (j + 16 * (i / 4), i % 4);
+            assert_eq!(f32::from_bits(w.v(item, lane)), want, "scaled D[{i}][{j}]");
+        }
+    }
+    // The E8M0 NaN as a scale is refused.
+    w.set_v(20, 5, 0xFF00_0000);
+    let e = general_step(&mut w, &inst, 0x1000, &BufMemory::new(16), &mut []).unwrap_err();
+    assert!(e.to_string().contains("lane 5's A scale is 0xFF"), "{e}");
+
     // Format code 5 names no format: refused by name, D untouched.
     let inst = decode(
         &[0x00, 0x05, 0xAD, 0xD3, 0x04, 0x19, 0x02, 0x04],

@@ -1387,6 +1387,14 @@ pub(crate) fn accumulate_packed<const DPP: bool>(
             "{op}: neg/abs of a packed source: not modelled"
         );
     }
+    if op == Op::VPkFmacF16 && (m.clamp || m.omod != 0) {
+        // gfx950's v_pk_fmac_f16_e64 (LLVM 22 decodes it): what clamp and omod do to a
+        // packed f16 result there is not documented.
+        bail!(
+            Status::IllegalInstruction,
+            "{op}: clamp or omod of the VOP3 form: not modelled"
+        );
+    }
     let fm = mode::FloatMode::for_valu(w.mode, Op::VPkFmaF16, false, false, true);
     let kind = match op {
         Op::VDot2cF32F16 => Some((16, false, true)),
