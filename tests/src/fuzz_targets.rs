@@ -326,19 +326,22 @@ pub fn ih_entry(data: &[u8]) {
     }
 }
 
-/// GFX9 decoder: byte 0 picks the target (gfx900, gfx90a, gfx942), the rest is decoded as
-/// an instruction stream until the first error, as the disassembler walks a code section.
+/// GFX9 decoder: byte 0 picks the target (gfx900, gfx90a, gfx942, gfx950), the rest is
+/// decoded as an instruction stream until the first error, as the disassembler walks a code
+/// section, each instruction also printed.
 ///
-/// Property: an error is `IllegalInstruction`; a decoded instruction is 4 or 8 bytes (as
-/// `Instruction::size` documents) and never longer than what was left.
+/// Property: an error is `IllegalInstruction`; a decoded instruction is 4 or 8 bytes, or 16
+/// for gfx950's scaled MFMA (as `Instruction::size` documents), and never longer than what
+/// was left.
 pub fn gfx9_decode(data: &[u8]) {
     let Some((&sel, mut rest)) = data.split_first() else {
         return;
     };
-    let target = match sel % 3 {
+    let target = match sel % 4 {
         0 => Gfx9Target::Gfx900,
         1 => Gfx9Target::Gfx90a,
-        _ => Gfx9Target::Gfx942,
+        2 => Gfx9Target::Gfx942,
+        _ => Gfx9Target::Gfx950,
     };
     for _ in 0..1024 {
         if rest.is_empty() {
@@ -348,8 +351,11 @@ pub fn gfx9_decode(data: &[u8]) {
             Ok(inst) => {
                 let _ = inst.name();
                 let _ = format!("{inst:?}");
+                let _ = inst.to_string();
                 let len = usize::from(inst.size);
-                assert!(matches!(len, 4 | 8), "size {len}");
+                // 16: gfx950's scaled MFMA.
+                let sixteen = target == Gfx9Target::Gfx950 && len == 16;
+                assert!(matches!(len, 4 | 8) || sixteen, "size {len}");
                 assert!(len <= rest.len(), "size {len} > {} left", rest.len());
                 rest = &rest[len..];
             }
