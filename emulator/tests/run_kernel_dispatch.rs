@@ -83,7 +83,7 @@ fn run_kernel_dispatch_runs_over_any_memory() {
 }
 
 /// `run_kernel_dispatch` with 4 MiB of code allowed past the entry point reads only the
-/// page the kernel runs (from the entry to the page's end and the 4 bytes past it), not
+/// page the kernel runs (from the entry to the page's end and the 12 bytes past it), not
 /// the 4 MiB.
 #[test]
 fn run_kernel_dispatch_reads_only_the_code_it_runs() {
@@ -126,5 +126,5 @@ fn run_kernel_dispatch_reads_only_the_code_it_runs() {
         Gfx9Target::from_processor(hsa_core::isa::Processor::from_name("gfx90a").unwrap()).unwrap();
     let stats = run_kernel_dispatch(&d, target, &mem, 0x50_0000, 4 << 20, 65536).unwrap();
     assert_eq!(stats.instructions, 1);
-    assert_eq!(mem.1.get(), 0x2004 - 0x1100);
+    assert_eq!(mem.1.get(), 0x200C - 0x1100);
 }

@@ -222,7 +222,7 @@ pub struct KernelCode<'a> {
 }
 
 /// A kernel's machine code in device memory: the interpreter reads it through the
-/// [`DeviceMemory`] of the call, one code page (4 KiB and the 4 bytes past it) at a time, the
+/// [`DeviceMemory`] of the call, one code page (4 KiB and the 12 bytes past it) at a time, the
 /// first time a wave reaches the page in the call ([`DecodeCache`]), rather than the whole
 /// image up front: a dispatch reads only the code it runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -304,7 +304,7 @@ pub struct ExecutionStats {
     /// since they were decoded (code rewritten, or other code loaded at the address).
     pub invalidated_code_pages: u64,
     /// Kernel code bytes the interpreter read from device memory to run dispatches: each
-    /// code page (4 KiB and the 4 bytes past it) a dispatch's waves reach, once per dispatch
+    /// code page (4 KiB and the 12 bytes past it) a dispatch's waves reach, once per dispatch
     /// and worker thread, never the whole code object
     /// ([`DecodeCache`](crate::gfx9::exec::DecodeCache)).
     pub code_bytes_read: u64,

@@ -137,7 +137,7 @@ impl DecodeCache {
     }
 
     /// Code bytes read from device memory ([`CodeSource::Device`]) over the cache's life:
-    /// each page a call's waves reach, once per call (4 KiB and the 4 bytes past it, clipped
+    /// each page a call's waves reach, once per call (4 KiB and the 12 bytes past it, clipped
     /// to the code). Host bytes ([`CodeSource::Host`]) are compared in place and not counted.
     pub fn code_bytes_read(&self) -> u64 {
         self.code_bytes_read

@@ -181,7 +181,7 @@ impl DeviceMemory for CountingMemory {
     }
 }
 
-/// Device code is read through the memory a page (4 KiB and the 4 bytes past it) at a
+/// Device code is read through the memory a page (4 KiB and the 12 bytes past it) at a
 /// time, only the pages reached, once per dispatch: not again within the dispatch, again
 /// (and checked) in the next one, where a change past a page's end is seen; a pc outside
 /// the code, an instruction cut by the code's end and a page the memory cannot read are
