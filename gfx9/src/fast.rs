@@ -1118,10 +1118,10 @@ pub(super) fn run(
                         MaxI32 => map2(&a, &b, |x, y| (x as i32).max(y as i32) as u32),
                         MinU32 => map2(&a, &b, u32::min),
                         MaxU32 => map2(&a, &b, u32::max),
-                        AddF32 => map2(&a, &b, |x, y| (f(x) + f(y)).to_bits()),
-                        SubF32 => map2(&a, &b, |x, y| (f(x) - f(y)).to_bits()),
-                        SubrevF32 => map2(&a, &b, |x, y| (f(y) - f(x)).to_bits()),
-                        MulF32 => map2(&a, &b, |x, y| (f(x) * f(y)).to_bits()),
+                        AddF32 => map2(&a, &b, super::fma::add32),
+                        SubF32 => map2(&a, &b, super::fma::sub32),
+                        SubrevF32 => map2(&a, &b, |x, y| super::fma::sub32(y, x)),
+                        MulF32 => map2(&a, &b, super::fma::mul32),
                         MinF32 => map2(&a, &b, |x, y| {
                             mode::min_max(mode::S, x.into(), y.into(), false, ieee) as u32
                         }),
@@ -1201,8 +1201,8 @@ pub(super) fn run(
                 });
                 *out = match op {
                     PkOp::Fma => super::fma::fma_rows(&x[0], &x[1], &x[2]),
-                    PkOp::Mul => map2(&x[0], &x[1], |a, b| (f(a) * f(b)).to_bits()),
-                    PkOp::Add => map2(&x[0], &x[1], |a, b| (f(a) + f(b)).to_bits()),
+                    PkOp::Mul => map2(&x[0], &x[1], super::fma::mul32),
+                    PkOp::Add => map2(&x[0], &x[1], super::fma::add32),
                 };
             }
             put(w, dst, &halves[0], exec);

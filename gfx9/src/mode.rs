@@ -464,7 +464,13 @@ fn round_name(rm: u32) -> &'static str {
 
 /// `V_MAD_F32`: `a × b` rounded by FP_ROUND value `rm` and flushed, plus `c`, rounded by
 /// `rm` (the caller flushes the sources and the result).
+/// A NaN source gives the first NaN source quieted (`fma::nan_of3`: an optimized build
+/// commuted the product's factors in one caller and not in another, so two paths of the
+/// interpreter disagreed on `v_mad_f32` of two NaNs).
 pub(super) fn mad32(a: f32, b: f32, c: f32, rm: u32) -> f32 {
+    if let Some(nan) = super::fma::nan_of3(a.to_bits(), b.to_bits(), c.to_bits()) {
+        return f32::from_bits(nan);
+    }
     let f32_of = |bits: u64| f32::from_bits(bits as u32);
     let p = if rm == round::NEAREST {
         a * b

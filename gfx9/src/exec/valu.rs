@@ -45,8 +45,12 @@ pub(crate) fn rndne32(x: f32) -> f32 {
     f32::from_bits(r.to_bits() | (x.to_bits() & 0x8000_0000))
 }
 
-/// Fused multiply-add with one rounding (the host's `fmaf`).
+/// Fused multiply-add with one rounding (the host's `fmaf`); a NaN source gives the first
+/// NaN source quieted (`fma::nan_of3`).
 pub(crate) fn fma32(a: f32, b: f32, c: f32) -> f32 {
+    if let Some(nan) = crate::fma::nan_of3(a.to_bits(), b.to_bits(), c.to_bits()) {
+        return f32::from_bits(nan);
+    }
     a.mul_add(b, c)
 }
 
@@ -644,7 +648,7 @@ pub(crate) fn valu<const DPP: bool>(
                     (if v < 0 { !a32 } else { a32 }).leading_zeros() as u64
                 }
             }
-            Op::VAddF32 => fr(fa + fb),
+            Op::VAddF32 => fr(f32::from_bits(crate::fma::add32(a32, b32))),
             Op::VAddF16 => u64::from(f16::add(a as u16, b as u16)),
             Op::VSubF16 => u64::from(f16::sub(a as u16, b as u16)),
             Op::VSubrevF16 => u64::from(f16::sub(b as u16, a as u16)),
@@ -673,9 +677,9 @@ pub(crate) fn valu<const DPP: bool>(
             Op::VCeilF16 => u64::from(round16(a as u16, f64::ceil)),
             Op::VFloorF16 => u64::from(round16(a as u16, f64::floor)),
             Op::VRndneF16 => u64::from(round16(a as u16, f64::round_ties_even)),
-            Op::VSubF32 => fr(fa - fb),
-            Op::VSubrevF32 => fr(fb - fa),
-            Op::VMulF32 => fr(fa * fb),
+            Op::VSubF32 => fr(f32::from_bits(crate::fma::sub32(a32, b32))),
+            Op::VSubrevF32 => fr(f32::from_bits(crate::fma::sub32(b32, a32))),
+            Op::VMulF32 => fr(f32::from_bits(crate::fma::mul32(a32, b32))),
             Op::VMinF32 => mode::min_max(mode::S, a & 0xFFFF_FFFF, b & 0xFFFF_FFFF, false, fm.ieee),
             Op::VMaxF32 => mode::min_max(mode::S, a & 0xFFFF_FFFF, b & 0xFFFF_FFFF, true, fm.ieee),
             Op::VMacF32 => {
