@@ -1499,6 +1499,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "safe code (this module has no unsafe), covered by the native run; minutes under miri")]
     fn allocation_at_every_class_boundary_takes_an_exact_fit_and_skips_a_smaller_block() {
         // Unit 1, so sizes below 16 (first-level class 0) are reachable too.
         let sizes = boundary_sizes();
@@ -1597,6 +1598,7 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 32 }, failure_persistence: None, ..ProptestConfig::default() })]
         #[test]
+        #[cfg_attr(miri, ignore = "safe code (this module has no unsafe), covered by the native run; minutes under miri")]
         fn random_ops_keep_blocks_disjoint_aligned_and_accounted(
             ops in proptest::collection::vec(op(), 1..if cfg!(miri) { 40 } else { 600 })
         ) {
