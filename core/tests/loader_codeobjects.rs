@@ -282,6 +282,7 @@ fn table_covers_every_file() {
 /// (`code_object.rs`, `metadata.rs`, `executable.rs` hold no `unsafe`), which the native run
 /// covers; the loads miri does run here go through the same unsafe code (the image copy, the
 /// fake platform's memory) that these would.
+#[cfg_attr(not(miri), allow(unused_macros))]
 macro_rules! safe_code_only {
     () => {
         "safe code only (the native run covers it); miri runs the loads that reach unsafe code"
