@@ -11,6 +11,9 @@
 //! and `lib/libhsa-runtime64.so.1`, a link to the library as the chroot sees it). Nothing is
 //! copied into the chroot. Needs root (chroot, mounts); says `skipped:` without the chroot or
 //! root.
+//!
+//! Tests marked `#[ignore = "extended: ..."]` pass and run outside CI, for time:
+//! `scripts/extended-clients` runs them and writes `docs/extended-clients.md`.
 
 mod common;
 mod hip_programs;
@@ -471,6 +474,7 @@ fn rocrand7_kernel_tests_pass_on_this_library() {
 /// address 0) until the interpreter's DS and buffer range fixes. The complex cases (72 more)
 /// pass too (by hand); they are left out to keep CI's time.
 #[test]
+#[ignore = "extended: about 2.5 minutes in the debug build; CI runs the same cases on ROCR 7.2.4 under kfd-emu (kfd-emu/tests/rocm7.rs rocsolver7_getrf_on_rocr7_both_ways_in); scripts/extended-clients runs it (docs/extended-clients.md)"]
 fn rocsolver7_getrf_passes_on_this_library() {
     run_gtest(
         "/usr/libexec/rocm/librocsolver0-tests/rocsolver-test",
