@@ -17,7 +17,10 @@ type Row = [u32; WAVE_SIZE];
 /// apply to `a * b + c`).
 #[inline]
 pub(super) fn nan_of3(a: u32, b: u32, c: u32) -> Option<u32> {
-    [a, b, c].into_iter().find(|&x| is_nan32(x)).map(|x| x | 0x0040_0000)
+    [a, b, c]
+        .into_iter()
+        .find(|&x| is_nan32(x))
+        .map(|x| x | 0x0040_0000)
 }
 
 #[inline]
@@ -105,8 +108,14 @@ mod tests {
         assert_eq!(nan_of3(one, qnan_c, snan_a), Some(0x7FC0_0003));
         assert_eq!(nan_of3(one, one, one), None);
         let row = |x: u32| [x; WAVE_SIZE];
-        assert_eq!(fma_rows(&row(one), &row(qnan_b), &row(snan_a)), row(0xFFC0_0002));
-        assert_eq!(fma_rows(&row(snan_a), &row(qnan_b), &row(qnan_c)), row(0x7FC0_0001));
+        assert_eq!(
+            fma_rows(&row(one), &row(qnan_b), &row(snan_a)),
+            row(0xFFC0_0002)
+        );
+        assert_eq!(
+            fma_rows(&row(snan_a), &row(qnan_b), &row(qnan_c)),
+            row(0x7FC0_0001)
+        );
         // Without a NaN source, the operations' own results.
         assert_eq!(mul32(one, 2.0f32.to_bits()), 2.0f32.to_bits());
         assert_eq!(sub32(one, one), 0);

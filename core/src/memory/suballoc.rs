@@ -1391,7 +1391,10 @@ mod tests {
     /// granules).
     #[cfg(feature = "alloc")]
     #[test]
-    #[cfg_attr(miri, ignore = "safe code (this module has no unsafe), covered by the native run; minutes under miri")]
+    #[cfg_attr(
+        miri,
+        ignore = "safe code (this module has no unsafe), covered by the native run; minutes under miri"
+    )]
     fn directory_answers_interior_addresses_and_follows_merges() {
         let mut sa = Sa::new(64).unwrap();
         let base = 0x10_0000u64;
@@ -1487,7 +1490,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "safe code (this module has no unsafe), covered by the native run; minutes under miri")]
+    #[cfg_attr(
+        miri,
+        ignore = "safe code (this module has no unsafe), covered by the native run; minutes under miri"
+    )]
     fn every_class_boundary_maps_to_its_list_and_searches_to_the_next_fitting_one() {
         for size in boundary_sizes() {
             assert_eq!(mapping_insert(size), class_of(size), "insert {size:#x}");
@@ -1501,7 +1507,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "safe code (this module has no unsafe), covered by the native run; minutes under miri")]
+    #[cfg_attr(
+        miri,
+        ignore = "safe code (this module has no unsafe), covered by the native run; minutes under miri"
+    )]
     fn allocation_at_every_class_boundary_takes_an_exact_fit_and_skips_a_smaller_block() {
         // Unit 1, so sizes below 16 (first-level class 0) are reachable too.
         let sizes = boundary_sizes();
@@ -1567,7 +1576,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "safe code (this module has no unsafe), covered by the native run; minutes under miri")]
+    #[cfg_attr(
+        miri,
+        ignore = "safe code (this module has no unsafe), covered by the native run; minutes under miri"
+    )]
     fn with_alloc_ranges_are_not_limited_to_the_fixed_capacity() {
         assert_eq!(Sa::RECORD_CAPACITY, None);
         let mut sa = SubAllocator::<u32, 2>::new(16).unwrap();

@@ -326,8 +326,12 @@ pub(crate) fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
                 let f = |i: usize| f32::from_bits(x[i]);
                 let r = match op {
                     Op::VPkFmaF32 => fma32(f(0), f(1), f(2)),
-                    Op::VPkMulF32 => f32::from_bits(crate::fma::mul32(f(0).to_bits(), f(1).to_bits())),
-                    Op::VPkAddF32 => f32::from_bits(crate::fma::add32(f(0).to_bits(), f(1).to_bits())),
+                    Op::VPkMulF32 => {
+                        f32::from_bits(crate::fma::mul32(f(0).to_bits(), f(1).to_bits()))
+                    }
+                    Op::VPkAddF32 => {
+                        f32::from_bits(crate::fma::add32(f(0).to_bits(), f(1).to_bits()))
+                    }
                     Op::VPkMovB32 => {
                         // D.lo = op_sel[0] ? S0.hi : S0.lo; D.hi = op_sel[1] ? S1.hi : S1.lo.
                         let v = (raw[h] >> (32 * (mods.op_sel >> h & 1) as u32)) as u32;
