@@ -26,9 +26,9 @@ root=$PWD
 
 # The pinned cargo-mutants (.ci/run installs this version).
 MUTANTS_VERSION=27.1.0
-# CI's slices of all modules: each ~15 mutants at ~10 s, so a shard takes ~3 min after the
+# CI's slices of all modules: each ~8 mutants at ~10-20 s, so a shard takes ~3 min after the
 # ~3 min build.
-CI_SHARDS=128
+CI_SHARDS=256
 # The modules whose every missed mutant docs/mutants.md explains (a full run showed it; add
 # each module once a full run has cleared it): in
 # these, --ci fails on a missed mutant the doc does not explain. Elsewhere it reports only.
